@@ -1,0 +1,38 @@
+public import GatehouseKernel
+
+/// A third-party validator in one file: Dutch postal codes such as "1234 AB".
+public struct PostalCodeValidator: Validator {
+    public var requiresSpace: Bool
+
+    public func validate(_ input: String) -> ValidationReport {
+        let text = Array(input.uppercased())
+        let digits = text.prefix(4)
+        let letters = text.dropFirst(4).drop { $0 == " " }
+        let spaces = text.count - digits.count - letters.count
+        guard digits.count == 4, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), digits.first != "0" else {
+            return .invalid("badNumber", "A postal code starts with four digits, the first not 0.")
+        }
+        guard letters.count == 2, letters.allSatisfy({ ("A"..."Z").contains($0) }), !["SA", "SD", "SS"].contains(String(letters))
+        else { return .invalid("badLetters", "A postal code ends with two letters (not SA, SD or SS).") }
+        guard spaces <= 1, !requiresSpace || spaces == 1 else {
+            return .invalid("badSpacing", requiresSpace ? "Put one space between digits and letters." : "Use at most one space.")
+        }
+        return .valid
+    }
+}
+
+/// Registers as `example.postalCode`; config `requiresSpace` (default false).
+public enum PostalCodeValidatorPlugin: ValidatorPlugin {
+    public struct Configuration: Decodable, Sendable {
+        public var requiresSpace = false
+        private enum CodingKeys: String, CodingKey { case requiresSpace }
+        public init(from decoder: any Decoder) throws {
+            requiresSpace = try decoder.container(keyedBy: CodingKeys.self).decode(Bool.self, forKey: .requiresSpace, default: false)
+        }
+    }
+    public static let typeIdentifier: PluginTypeIdentifier = "example.postalCode"
+    public static let summary = "Dutch postal code, e.g. 1234 AB"
+    public static func makeValidator(configuration: Configuration, context: PluginContext) -> any Validator<String> {
+        PostalCodeValidator(requiresSpace: configuration.requiresSpace)
+    }
+}

@@ -1,0 +1,116 @@
+/// A family of errors that belong together, such as PIN validation or registration.
+///
+/// Each seed domain is one domain type; ``GatehouseError`` specialised for it is that domain's
+/// error type (``PinValidationError``, ``GenericError``, …).
+public protocol ErrorDomain: Sendable {
+    /// The domain's name as it appears in diagnostics, e.g. `"PinValidation"`.
+    static var name: String { get }
+}
+
+/// What every Gatehouse error offers, whatever its domain: for code that reports errors without
+/// knowing their domain (a command-line tool, a log line, an HTTP error body).
+public protocol DomainError: Error, Sendable, CustomStringConvertible {
+    /// The domain's name, e.g. `"Generic"`.
+    var domainName: String { get }
+    /// The numeric code, stable across releases (9000–9999: show to the user; 10000 and up:
+    /// misconfiguration or states that should not happen).
+    var codeNumber: Int { get }
+    /// The code's short name, e.g. `"userDeregistered"`.
+    var codeName: String { get }
+    /// A sentence a person can act on.
+    var message: String { get }
+    /// Typed extras, such as the allowed maximum of similar digits.
+    var details: ErrorDetails { get }
+}
+
+/// An error of one domain: an open code, a message a person can act on, typed details, the
+/// plugin that raised it and the error underneath, if any.
+///
+/// Catch it by code, as with GRDB's result codes:
+/// ```swift
+/// catch let error as GenericError where error.code == .userDeregistered { … }
+/// ```
+/// Codes are an open set: a plugin adds its own as static members of ``Code``.
+public struct GatehouseError<Domain: ErrorDomain>: DomainError, CustomDebugStringConvertible {
+    /// An error code. Two codes are equal when their numbers are.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The stable number of this code.
+        public let rawValue: Int
+        /// A short name, e.g. `"blacklisted"`.
+        public let name: String
+        /// The message used when an error is raised without one of its own.
+        public let defaultMessage: String
+
+        public init(_ rawValue: Int, name: String, defaultMessage: String) {
+            self.rawValue = rawValue
+            self.name = name
+            self.defaultMessage = defaultMessage
+        }
+
+        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
+        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+        public var description: String { "\(Domain.name).\(name) (\(rawValue))" }
+    }
+
+    public var code: Code
+    public var message: String
+    public var details: ErrorDetails
+    /// The plugin type that raised the error, when a plugin did.
+    public var plugin: PluginTypeIdentifier?
+    /// The error that caused this one, kept for diagnostics.
+    public var underlying: (any Error & Sendable)?
+
+    public init(
+        _ code: Code,
+        message: String? = nil,
+        details: ErrorDetails = ErrorDetails(),
+        plugin: PluginTypeIdentifier? = nil,
+        underlying: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.message = message ?? code.defaultMessage
+        self.details = details
+        self.plugin = plugin
+        self.underlying = underlying
+    }
+
+    public var domainName: String { Domain.name }
+    public var codeNumber: Int { code.rawValue }
+    public var codeName: String { code.name }
+    public var description: String { message }
+
+    public var debugDescription: String {
+        var text = "\(code): \(message)"
+        if let plugin { text += " [plugin \(plugin)]" }
+        if let underlying { text += " (caused by: \(String(reflecting: underlying)))" }
+        return text
+    }
+}
+
+/// Typed extras an error may carry, replacing the seeds' `userInfo` keys.
+public struct ErrorDetails: Sendable, Hashable {
+    /// The most times one digit may occur in a PIN (`PinValidation.similarDigits`).
+    public var maxSimilarDigits: Int?
+    /// The PIN length the policy requires (`PinValidation.tooShort` / `.tooLong`).
+    public var requiredLength: Int?
+    /// Failures left before the profile is deregistered (`Authentication.invalidPin`).
+    public var remainingFailureCount: Int?
+    /// What a custom API or custom authenticator said about the failure.
+    public var customInfo: CustomInfo?
+    /// The authenticator that was deregistered (`Authentication.authenticatorDeregistered`).
+    public var authenticatorID: String?
+
+    public init(
+        maxSimilarDigits: Int? = nil,
+        requiredLength: Int? = nil,
+        remainingFailureCount: Int? = nil,
+        customInfo: CustomInfo? = nil,
+        authenticatorID: String? = nil
+    ) {
+        self.maxSimilarDigits = maxSimilarDigits
+        self.requiredLength = requiredLength
+        self.remainingFailureCount = remainingFailureCount
+        self.customInfo = customInfo
+        self.authenticatorID = authenticatorID
+    }
+}

@@ -1,0 +1,174 @@
+public import Foundation
+
+// Challenges are values handed to the app; the app's answer is the return value of the delegate
+// method that received the challenge. A challenge re-issued after a refused answer carries the
+// refusal in `error`.
+
+/// Choose a PIN: during registration, change PIN, or enrolment of the PIN authenticator.
+public struct CreatePinChallenge: Sendable {
+    public var profile: UserProfile
+    /// The exact length the server's PIN policy requires.
+    public var pinLength: Int
+    /// Why the previous PIN was refused (a ``PinValidationError`` or a ``GenericError``).
+    public var error: (any DomainError)?
+
+    public init(profile: UserProfile, pinLength: Int, error: (any DomainError)? = nil) {
+        self.profile = profile
+        self.pinLength = pinLength
+        self.error = error
+    }
+}
+
+/// The answer to a ``CreatePinChallenge``.
+public enum CreatePinResponse: Sendable {
+    case pin(PIN)
+    case cancel
+}
+
+/// Enter the PIN to authenticate.
+public struct PinChallenge: Sendable {
+    public var profile: UserProfile
+    public var authenticator: AuthenticatorDescriptor
+    /// Failures allowed in all; 0 means unlimited.
+    public var maxFailureCount: Int
+    /// Failures since the last success.
+    public var previousFailureCount: Int
+    /// Failures left before the profile is deregistered; `nil` when unlimited.
+    public var remainingFailureCount: Int?
+    /// Why the previous answer was refused, e.g. `AuthenticationError.invalidPin`. After an
+    /// automatic fallback from a custom authenticator it carries that authenticator's info in
+    /// `details.customInfo`.
+    public var error: (any DomainError)?
+
+    public init(
+        profile: UserProfile,
+        authenticator: AuthenticatorDescriptor,
+        failureCounts: FailureCounts,
+        error: (any DomainError)? = nil
+    ) {
+        self.profile = profile
+        self.authenticator = authenticator
+        self.maxFailureCount = failureCounts.maximum
+        self.previousFailureCount = failureCounts.previous
+        self.remainingFailureCount = failureCounts.remaining
+        self.error = error
+    }
+}
+
+/// The answer to a ``PinChallenge``.
+public enum PinResponse: Sendable {
+    case pin(PIN)
+    case cancel
+}
+
+/// Authenticate with a biometric sensor, or fall back to the PIN.
+public struct BiometricChallenge: Sendable {
+    public var profile: UserProfile
+    public var authenticator: AuthenticatorDescriptor
+    public var error: (any DomainError)?
+
+    public init(profile: UserProfile, authenticator: AuthenticatorDescriptor, error: (any DomainError)? = nil) {
+        self.profile = profile
+        self.authenticator = authenticator
+        self.error = error
+    }
+}
+
+/// The answer to a ``BiometricChallenge``.
+public enum BiometricResponse: Sendable, Equatable {
+    /// Scan with the sensor's default prompt.
+    case defaultPrompt
+    /// Scan with this prompt, e.g. "Confirm the transfer of €120".
+    case prompt(String)
+    case fallbackToPin
+    case cancel
+}
+
+/// Authenticate with an integrator's custom authenticator, or fall back to the PIN.
+public struct CustomAuthenticatorChallenge: Sendable {
+    public var profile: UserProfile
+    public var authenticator: AuthenticatorDescriptor
+    /// Data the authenticator's server half sent along, if any.
+    public var challengeData: String?
+    public var error: (any DomainError)?
+
+    public init(
+        profile: UserProfile,
+        authenticator: AuthenticatorDescriptor,
+        challengeData: String? = nil,
+        error: (any DomainError)? = nil
+    ) {
+        self.profile = profile
+        self.authenticator = authenticator
+        self.challengeData = challengeData
+        self.error = error
+    }
+}
+
+/// The answer to a ``CustomAuthenticatorChallenge``.
+public enum CustomAuthenticatorResponse: Sendable, Equatable {
+    /// Continue with this data (it reaches the authenticator's server half).
+    case data(String?)
+    case fallbackToPin
+    case cancel
+}
+
+/// Open a browser at `url` and hand back the redirect that ends the login.
+public struct BrowserRegistrationChallenge: Sendable {
+    public var identityProvider: IdentityProviderDescriptor
+    /// Where the user logs in.
+    public var url: URL
+    /// The redirect URI the browser lands on when the login is done.
+    public var redirectURI: URL
+    public var error: (any DomainError)?
+
+    public init(identityProvider: IdentityProviderDescriptor, url: URL, redirectURI: URL, error: (any DomainError)? = nil) {
+        self.identityProvider = identityProvider
+        self.url = url
+        self.redirectURI = redirectURI
+        self.error = error
+    }
+}
+
+/// The answer to a ``BrowserRegistrationChallenge``.
+public enum BrowserRegistrationResponse: Sendable, Equatable {
+    /// The full URL the browser was redirected to.
+    case redirect(URL)
+    case cancel
+}
+
+/// Supply data for a custom-API registration step.
+public struct CustomRegistrationChallenge: Sendable {
+    /// The step of a two-step registration, or the only step of a one-step registration.
+    public enum Step: String, Sendable, Equatable {
+        /// The first step of a two-step registration.
+        case initialize
+        /// The second step of a two-step registration, or the only step of a one-step one.
+        case finish
+    }
+
+    public var identityProvider: IdentityProviderDescriptor
+    public var step: Step
+    /// What the custom API answered to the previous step (status and data).
+    public var info: CustomInfo?
+    public var error: (any DomainError)?
+
+    public init(
+        identityProvider: IdentityProviderDescriptor,
+        step: Step,
+        info: CustomInfo? = nil,
+        error: (any DomainError)? = nil
+    ) {
+        self.identityProvider = identityProvider
+        self.step = step
+        self.info = info
+        self.error = error
+    }
+}
+
+/// The answer to a ``CustomRegistrationChallenge``.
+public enum CustomRegistrationResponse: Sendable, Equatable {
+    /// Continue with this (optional) data; it reaches the custom API.
+    case data(String?)
+    case cancel
+}

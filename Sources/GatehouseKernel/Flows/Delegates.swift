@@ -1,0 +1,112 @@
+// Two layers: the app implements the delegate of the flow it starts (registration,
+// authentication, change PIN), where only the challenges that flow cannot do without are
+// required. Plugins see a ``ChallengeResponder``, which answers every kind of challenge; the SDK
+// builds one from the app's delegate with ``ChallengeResponders``, so a challenge the app did
+// not implement gets a safe default.
+
+/// Answers every kind of challenge. Plugins ask the user through this protocol.
+public protocol ChallengeResponder: Sendable {
+    func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse
+    func pin(_ challenge: PinChallenge) async -> PinResponse
+    func biometric(_ challenge: BiometricChallenge) async -> BiometricResponse
+    func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse
+    func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse
+}
+
+/// What the app implements to register a user.
+public protocol RegistrationDelegate: Sendable {
+    /// Registration started with this identity provider. Optional.
+    func registrationDidStart(identityProvider: IdentityProviderDescriptor) async
+    /// Ask the user to choose a PIN. Required: every registration creates one.
+    func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse
+    /// Open a browser for a browser identity provider. The default cancels, so implement it
+    /// when a browser provider is configured.
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse
+    /// Supply data for a custom-API identity provider. The default answers without data.
+    func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse
+}
+
+extension RegistrationDelegate {
+    public func registrationDidStart(identityProvider: IdentityProviderDescriptor) async {}
+    public func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
+        .cancel
+    }
+    public func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse {
+        .data(nil)
+    }
+}
+
+/// What the app implements to authenticate a user.
+public protocol AuthenticationDelegate: Sendable {
+    /// Authentication started with this authenticator. Optional.
+    func authenticationDidStart(profile: UserProfile, authenticator: AuthenticatorDescriptor) async
+    /// Ask the user for the PIN. Required: the PIN is always the fallback.
+    func pin(_ challenge: PinChallenge) async -> PinResponse
+    /// Biometric authentication is about to scan. The default scans with the default prompt.
+    func biometric(_ challenge: BiometricChallenge) async -> BiometricResponse
+    /// A custom authenticator needs the user. The default falls back to the PIN.
+    func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse
+}
+
+extension AuthenticationDelegate {
+    public func authenticationDidStart(profile: UserProfile, authenticator: AuthenticatorDescriptor) async {}
+    public func biometric(_ challenge: BiometricChallenge) async -> BiometricResponse { .defaultPrompt }
+    public func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse {
+        .fallbackToPin
+    }
+}
+
+/// What the app implements to change the PIN: the current PIN, then the new one.
+public protocol ChangePinDelegate: AuthenticationDelegate {
+    func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse
+}
+
+/// Builds the ``ChallengeResponder`` a flow hands to plugins from the app's delegate. A
+/// challenge the flow's delegate does not know is cancelled: a plugin that asks for something
+/// outside its flow fails closed.
+public enum ChallengeResponders {
+    public static func registration(_ delegate: any RegistrationDelegate) -> any ChallengeResponder {
+        RegistrationResponder(delegate: delegate)
+    }
+
+    public static func authentication(_ delegate: any AuthenticationDelegate) -> any ChallengeResponder {
+        AuthenticationResponder(delegate: delegate, createPin: nil)
+    }
+
+    public static func changePin(_ delegate: any ChangePinDelegate) -> any ChallengeResponder {
+        AuthenticationResponder(delegate: delegate, createPin: { await delegate.createPin($0) })
+    }
+}
+
+private struct RegistrationResponder: ChallengeResponder {
+    let delegate: any RegistrationDelegate
+
+    func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse { await delegate.createPin(challenge) }
+    func pin(_ challenge: PinChallenge) async -> PinResponse { .cancel }
+    func biometric(_ challenge: BiometricChallenge) async -> BiometricResponse { .cancel }
+    func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse { .cancel }
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
+        await delegate.browserRegistration(challenge)
+    }
+    func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse {
+        await delegate.customRegistration(challenge)
+    }
+}
+
+private struct AuthenticationResponder: ChallengeResponder {
+    let delegate: any AuthenticationDelegate
+    let createPin: (@Sendable (CreatePinChallenge) async -> CreatePinResponse)?
+
+    func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse {
+        guard let createPin else { return .cancel }
+        return await createPin(challenge)
+    }
+    func pin(_ challenge: PinChallenge) async -> PinResponse { await delegate.pin(challenge) }
+    func biometric(_ challenge: BiometricChallenge) async -> BiometricResponse { await delegate.biometric(challenge) }
+    func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse {
+        await delegate.customAuthenticator(challenge)
+    }
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse { .cancel }
+    func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse { .cancel }
+}

@@ -1,0 +1,200 @@
+public import Foundation
+
+/// What an app sees of an authenticator: the manifest id, the plugin type and a display name.
+public struct AuthenticatorDescriptor: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The id of the manifest entry, unique in the manifest, e.g. `"pin"` or `"voice"`.
+    public var id: String
+    /// The plugin type, e.g. `"pin"` or `"biometric.simulated"`.
+    public var type: PluginTypeIdentifier
+    /// A name to show to people.
+    public var name: String
+
+    public init(id: String, type: PluginTypeIdentifier, name: String) {
+        self.id = id
+        self.type = type
+        self.name = name
+    }
+
+    public var description: String { "\(id) (\(type))" }
+}
+
+/// The client half of an authenticator: asks the user through the app's responder and talks to
+/// its own server half (an ``AuthenticatorVerifier``) through a ``ServerConversation``.
+///
+/// One call is one whole flow: success is the return value, a failure is a thrown
+/// ``DomainError``, cancellation is `GenericError.actionCancelled` or task cancellation.
+public protocol Authenticator: Sendable {
+    var descriptor: AuthenticatorDescriptor { get }
+
+    /// Sets the authenticator up for a profile, e.g. the PIN during registration.
+    func enroll(_ context: AuthenticatorContext) async throws -> AuthenticatorResult
+
+    /// Proves that the profile's user is present.
+    func authenticate(_ context: AuthenticatorContext) async throws -> AuthenticatorResult
+}
+
+/// What a client half is given for one flow.
+public struct AuthenticatorContext: Sendable {
+    /// The profile being enrolled or authenticated.
+    public var profile: UserProfile
+    /// State kept for this plugin and this profile on the device.
+    public var storage: any KeyValueStore
+    /// The channel to this plugin's server half.
+    public var server: ServerConversation
+    /// The app's answers to challenges.
+    public var responder: any ChallengeResponder
+    /// Failure counts known before the flow starts, for the first PIN challenge.
+    public var failureCounts: FailureCounts?
+
+    public init(
+        profile: UserProfile,
+        storage: any KeyValueStore,
+        server: ServerConversation,
+        responder: any ChallengeResponder,
+        failureCounts: FailureCounts? = nil
+    ) {
+        self.profile = profile
+        self.storage = storage
+        self.server = server
+        self.responder = responder
+        self.failureCounts = failureCounts
+    }
+}
+
+/// How a client half ended a flow that did not fail.
+public enum AuthenticatorResult: Sendable, Equatable {
+    /// The server half accepted the proof; `info` is what a custom authenticator reported.
+    case completed(info: CustomInfo?)
+    /// The user, or the authenticator itself, chose to authenticate with the PIN instead;
+    /// `reason` says why when the authenticator failed rather than the user choosing.
+    case fallbackToPin(reason: CustomInfo?)
+}
+
+/// A message exchange between a client half and its server half. The client SDK routes the
+/// messages (in-process or over HTTP); plugins only see bytes of their own format.
+public struct ServerConversation: Sendable {
+    private let exchange: @Sendable (Data) async throws -> ServerReply
+
+    public init(_ exchange: @escaping @Sendable (Data) async throws -> ServerReply) {
+        self.exchange = exchange
+    }
+
+    /// Sends `message` to the server half and returns its reply. A refusal arrives as a thrown
+    /// ``DomainError`` (e.g. `AuthenticationError.invalidPin` with the remaining count).
+    public func send(_ message: Data) async throws -> ServerReply {
+        try await exchange(message)
+    }
+}
+
+/// The server half's answer to one message.
+public enum ServerReply: Sendable, Equatable {
+    /// The server half wants another message; the payload is in the plugin's own format.
+    case challenge(Data)
+    /// The flow succeeded.
+    case completed(Data?, info: CustomInfo?)
+}
+
+/// The server half of an authenticator: checks what the client half sends.
+///
+/// Server halves keep no state of their own between messages: what they need later they return
+/// as a challenge's `session`, and the server hands it back with the next message. Attempt
+/// counting is the kernel's, not the plugin's: a challenge that lets the client test a guess says
+/// so with `reservesAttempt`, and the server counts it the same way for every authenticator type.
+public protocol AuthenticatorVerifier: Sendable {
+    var descriptor: AuthenticatorDescriptor { get }
+
+    /// Handles one enrolment message; `.success` carries the registration data to keep.
+    func enroll(_ request: VerificationRequest) async throws -> AuthenticationOutcome
+
+    /// Handles one authentication message.
+    func verify(_ request: VerificationRequest) async throws -> AuthenticationOutcome
+}
+
+/// One message to a server half, with everything the server keeps for it.
+public struct VerificationRequest: Sendable {
+    /// The server's identifier of the user.
+    public var subject: String
+    public var profile: UserProfile
+    /// The client half's message.
+    public var message: Data
+    /// The session the server half returned with its previous challenge in this flow.
+    public var session: Data?
+    /// What the server half stored when the authenticator was enrolled.
+    public var registration: Data?
+    /// The current time, from the server's clock.
+    public var now: Date
+
+    public init(
+        subject: String,
+        profile: UserProfile,
+        message: Data,
+        session: Data? = nil,
+        registration: Data? = nil,
+        now: Date
+    ) {
+        self.subject = subject
+        self.profile = profile
+        self.message = message
+        self.session = session
+        self.registration = registration
+        self.now = now
+    }
+}
+
+/// What a server half decided about one message. Closed by definition: every check ends in one
+/// of these four.
+public enum AuthenticationOutcome: Sendable {
+    /// The proof is good.
+    case success(AuthenticationSuccess)
+    /// The message is not for this authenticator; let another one look at it.
+    case notApplicable
+    /// More is needed from the client.
+    case challenge(AuthenticatorChallenge)
+    /// The proof is wrong or the request cannot be served.
+    case failure(AuthenticationFailure)
+}
+
+/// A successful check.
+public struct AuthenticationSuccess: Sendable, Equatable {
+    /// Sent back to the client half.
+    public var reply: Data?
+    /// Replaces the stored registration data (enrolment, or a rotated secret).
+    public var registration: Data?
+    /// Reported to the app.
+    public var info: CustomInfo?
+
+    public init(reply: Data? = nil, registration: Data? = nil, info: CustomInfo? = nil) {
+        self.reply = reply
+        self.registration = registration
+        self.info = info
+    }
+}
+
+/// A request for another message from the client half.
+public struct AuthenticatorChallenge: Sendable, Equatable {
+    /// Sent to the client half.
+    public var payload: Data
+    /// Kept by the server and handed back with the next message; never sent to the client.
+    public var session: Data
+    /// Whether answering this challenge lets the client test a guess (a PIN evaluation does): the
+    /// server then counts an attempt before it sends the challenge, and clears it on success.
+    public var reservesAttempt: Bool
+
+    public init(payload: Data, session: Data, reservesAttempt: Bool) {
+        self.payload = payload
+        self.session = session
+        self.reservesAttempt = reservesAttempt
+    }
+}
+
+/// A failed check, with its typed reason.
+public struct AuthenticationFailure: Error, Sendable {
+    public var error: AuthenticationError
+    /// Whether the failure counts towards the maximum number of failures.
+    public var countsAsAttempt: Bool
+
+    public init(_ error: AuthenticationError, countsAsAttempt: Bool) {
+        self.error = error
+        self.countsAsAttempt = countsAsAttempt
+    }
+}

@@ -1,0 +1,99 @@
+public import Foundation
+
+/// What an app sees of an identity provider.
+public struct IdentityProviderDescriptor: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The id of the manifest entry, e.g. `"employees"`.
+    public var id: String
+    /// The plugin type, e.g. `"idp.browser"` or `"idp.customAPI"`.
+    public var type: PluginTypeIdentifier
+    /// A name to show to people.
+    public var name: String
+
+    public init(id: String, type: PluginTypeIdentifier, name: String) {
+        self.id = id
+        self.type = type
+        self.name = name
+    }
+
+    public var description: String { "\(id) (\(type))" }
+}
+
+/// The client half of an identity provider: runs the registration challenges of one provider
+/// type (open a browser, send custom data) and talks to its server half.
+public protocol IdentityProvider: Sendable {
+    var descriptor: IdentityProviderDescriptor { get }
+
+    /// Runs the provider's part of a registration. Success is the return value; a refusal is a
+    /// thrown ``DomainError`` such as `RegistrationError.customRegistrationFailure`.
+    func register(_ context: RegistrationContext) async throws -> RegistrationResult
+}
+
+/// What a client half is given for one registration.
+public struct RegistrationContext: Sendable {
+    /// The scopes requested; empty means the application's defaults.
+    public var scopes: [String]
+    /// The channel to this provider's server half.
+    public var server: ServerConversation
+    /// The app's answers to challenges.
+    public var responder: any ChallengeResponder
+
+    public init(scopes: [String], server: ServerConversation, responder: any ChallengeResponder) {
+        self.scopes = scopes
+        self.server = server
+        self.responder = responder
+    }
+}
+
+/// The end of a provider's part of a registration.
+public struct RegistrationResult: Sendable, Equatable {
+    /// What a custom API reported, handed to the app.
+    public var info: CustomInfo?
+
+    public init(info: CustomInfo? = nil) { self.info = info }
+}
+
+/// The server half of an identity provider: establishes who the user is.
+public protocol IdentityProviderHost: Sendable {
+    var descriptor: IdentityProviderDescriptor { get }
+
+    /// Handles one registration message from the client half.
+    func handle(_ request: RegistrationStepRequest) async throws -> RegistrationOutcome
+}
+
+/// One registration message, with the session the host returned with its previous challenge.
+public struct RegistrationStepRequest: Sendable {
+    public var message: Data
+    public var session: Data?
+    public var scopes: [String]
+    public var now: Date
+
+    public init(message: Data, session: Data? = nil, scopes: [String], now: Date) {
+        self.message = message
+        self.session = session
+        self.scopes = scopes
+        self.now = now
+    }
+}
+
+/// What an identity provider's server half decided about one message.
+public enum RegistrationOutcome: Sendable {
+    /// More is needed from the client; `session` stays on the server.
+    case challenge(payload: Data, session: Data)
+    /// The user is identified.
+    case registered(RegisteredIdentity)
+    /// The registration is refused.
+    case failure(RegistrationError)
+}
+
+/// The user an identity provider vouched for.
+public struct RegisteredIdentity: Sendable, Equatable {
+    /// The user's stable identifier at the provider; registering it again reuses its profile.
+    public var subject: String
+    /// What a custom API reported.
+    public var info: CustomInfo?
+
+    public init(subject: String, info: CustomInfo? = nil) {
+        self.subject = subject
+        self.info = info
+    }
+}

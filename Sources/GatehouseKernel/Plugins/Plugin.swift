@@ -1,0 +1,84 @@
+public import Logging
+
+/// A plugin type: a stable type identifier, a typed configuration and factories for instances.
+///
+/// Conform a type (usually an enum without cases) to ``ValidatorPlugin``,
+/// ``AuthenticatorPlugin`` or ``IdentityProviderPlugin`` and register it in a
+/// ``PluginRegistry``; manifests then refer to it by ``typeIdentifier``.
+public protocol Plugin: Sendable {
+    /// The plugin's configuration, decoded from a manifest entry's `config`. Give every option a
+    /// documented default and check ranges in `init(from:)`, so a manifest is checked before
+    /// anything runs.
+    associatedtype Configuration: Decodable & Sendable
+
+    /// The name manifests use, e.g. `"xignin.email"`. Never change it once published.
+    static var typeIdentifier: PluginTypeIdentifier { get }
+    /// One line saying what the plugin does, for listings and start-up reports.
+    static var summary: String { get }
+}
+
+/// A plugin that makes validators of strings.
+public protocol ValidatorPlugin: Plugin {
+    static func makeValidator(configuration: Configuration, context: PluginContext) throws -> any Validator<String>
+}
+
+/// A plugin that makes both halves of an authenticator.
+public protocol AuthenticatorPlugin: Plugin {
+    /// The client half, used by the SDK on the device.
+    static func makeAuthenticator(configuration: Configuration, context: PluginContext) throws -> any Authenticator
+    /// The server half, used by the token server.
+    static func makeVerifier(configuration: Configuration, context: PluginContext) throws -> any AuthenticatorVerifier
+}
+
+/// A plugin that makes both halves of an identity provider.
+public protocol IdentityProviderPlugin: Plugin {
+    /// The client half, used by the SDK on the device.
+    static func makeIdentityProvider(configuration: Configuration, context: PluginContext) throws -> any IdentityProvider
+    /// The server half, used by the token server.
+    static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
+}
+
+/// What a host hands every plugin: logging and time. Dependencies come in here, never from globals.
+public struct PluginEnvironment: Sendable {
+    public var logger: Logger
+    public var clock: any WallClock
+
+    public init(logger: Logger = Logger(label: "gatehouse"), clock: any WallClock = SystemWallClock()) {
+        self.logger = logger
+        self.clock = clock
+    }
+}
+
+/// What one plugin instance is given: its manifest entry and the host's environment.
+public struct PluginContext: Sendable {
+    /// The manifest entry's id.
+    public var id: String
+    /// The manifest entry's display name, or its id.
+    public var name: String
+    /// The plugin type the entry names.
+    public var type: PluginTypeIdentifier
+    /// The host's logger, with the entry's id and type as metadata.
+    public var logger: Logger
+    public var clock: any WallClock
+
+    public init(id: String, name: String? = nil, type: PluginTypeIdentifier, environment: PluginEnvironment) {
+        self.id = id
+        self.name = name ?? id
+        self.type = type
+        var logger = environment.logger
+        logger[metadataKey: "plugin.id"] = "\(id)"
+        logger[metadataKey: "plugin.type"] = "\(type)"
+        self.logger = logger
+        self.clock = environment.clock
+    }
+
+    /// How the app will see an authenticator made for this entry.
+    public var authenticatorDescriptor: AuthenticatorDescriptor {
+        AuthenticatorDescriptor(id: id, type: type, name: name)
+    }
+
+    /// How the app will see an identity provider made for this entry.
+    public var identityProviderDescriptor: IdentityProviderDescriptor {
+        IdentityProviderDescriptor(id: id, type: type, name: name)
+    }
+}

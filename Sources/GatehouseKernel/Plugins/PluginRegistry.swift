@@ -1,0 +1,257 @@
+import Logging
+
+/// The plugin types a host knows, by type identifier. A value: build it at start-up, pass it on.
+///
+/// ```swift
+/// var registry = PluginRegistry.builtIn          // from GatehousePlugins
+/// try registry.register(PostalCodeValidatorPlugin.self)   // an integrator's own, one line
+/// let plugins = try registry.load(manifest)
+/// ```
+/// Each type identifier may be registered once, whatever its kind.
+public struct PluginRegistry: Sendable {
+    private var registrations: [PluginTypeIdentifier: Registration] = [:]
+
+    public init() {}
+
+    /// A registry of the given plugin types; throws on a duplicate type identifier.
+    public init(
+        validators: [any ValidatorPlugin.Type] = [],
+        authenticators: [any AuthenticatorPlugin.Type] = [],
+        identityProviders: [any IdentityProviderPlugin.Type] = []
+    ) throws(PluginRegistryError) {
+        for plugin in validators { try register(plugin) }
+        for plugin in authenticators { try register(plugin) }
+        for plugin in identityProviders { try register(plugin) }
+    }
+
+    public mutating func register<P: ValidatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
+        try add(Registration(kind: .validator, plugin: plugin) { configuration, context in
+            .validator(try P.makeValidator(configuration: configuration, context: context))
+        })
+    }
+
+    public mutating func register<P: AuthenticatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
+        try add(Registration(kind: .authenticator, plugin: plugin) { configuration, context in
+            .authenticator(
+                try P.makeAuthenticator(configuration: configuration, context: context),
+                try P.makeVerifier(configuration: configuration, context: context)
+            )
+        })
+    }
+
+    public mutating func register<P: IdentityProviderPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
+        try add(Registration(kind: .identityProvider, plugin: plugin) { configuration, context in
+            .identityProvider(
+                try P.makeIdentityProvider(configuration: configuration, context: context),
+                try P.makeHost(configuration: configuration, context: context)
+            )
+        })
+    }
+
+    /// This registry with `plugin` added, for chaining.
+    public func registering<P: ValidatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) -> PluginRegistry {
+        var copy = self
+        try copy.register(plugin)
+        return copy
+    }
+
+    public func registering<P: AuthenticatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) -> PluginRegistry {
+        var copy = self
+        try copy.register(plugin)
+        return copy
+    }
+
+    public func registering<P: IdentityProviderPlugin>(_ plugin: P.Type) throws(PluginRegistryError) -> PluginRegistry {
+        var copy = self
+        try copy.register(plugin)
+        return copy
+    }
+
+    /// The registered types of one kind, sorted.
+    public func types(of kind: PluginKind) -> [PluginTypeIdentifier] {
+        registrations.values.filter { $0.kind == kind }.map(\.type).sorted()
+    }
+
+    /// One line per registered type: kind, type identifier and summary.
+    public var catalogue: [String] {
+        registrations.values.sorted { ($0.kind.rawValue, $0.type) < ($1.kind.rawValue, $1.type) }.map {
+            "\($0.kind) \($0.type): \($0.summary)"
+        }
+    }
+
+    /// Checks every entry of `manifest` and builds its plugins. Nothing is built unless every
+    /// entry is valid; the first problem is thrown as a ``ManifestError`` naming the entry.
+    public func load(_ manifest: Manifest, environment: PluginEnvironment = PluginEnvironment()) throws(ManifestError)
+        -> LoadedPlugins
+    {
+        // Check every entry's type and configuration before building anything.
+        var checked: [(Manifest.Entry, Registration, any Sendable)] = []
+        for entry in manifest.entries {
+            guard let registration = registrations[entry.type], registration.kind == entry.kind else {
+                let known = types(of: entry.kind).map(\.rawValue).map(quoted).joined(separator: ", ")
+                throw ManifestError(
+                    source: manifest.source,
+                    entry: entry.location,
+                    path: "type",
+                    problem: "unknown \(entry.kind) type \(quoted(entry.type.rawValue)); known types: \(known.isEmpty ? "none" : known)"
+                )
+            }
+            do {
+                checked.append((entry, registration, try registration.decode(entry.configuration)))
+            } catch {
+                throw ManifestError(
+                    source: manifest.source,
+                    entry: entry.location,
+                    path: ConfigurationPathComponent.render([.key("config")] + error.path),
+                    problem: error.problem
+                )
+            }
+        }
+
+        var loaded = LoadedPlugins(source: manifest.source)
+        for (entry, registration, configuration) in checked {
+            let context = PluginContext(id: entry.id, name: entry.name, type: entry.type, environment: environment)
+            let instance: Instance
+            do {
+                instance = try registration.make(configuration, context)
+            } catch {
+                throw ManifestError(
+                    source: manifest.source,
+                    entry: entry.location,
+                    path: "config",
+                    problem: String(describing: error)
+                )
+            }
+            loaded.add(instance, entry: entry)
+        }
+        environment.logger.info(
+            "Loaded plugins",
+            metadata: [
+                "manifest": "\(manifest.source)",
+                "plugins": "\(loaded.report.joined(separator: "; "))",
+            ]
+        )
+        return loaded
+    }
+
+    private mutating func add(_ registration: Registration) throws(PluginRegistryError) {
+        if let existing = registrations[registration.type] {
+            throw PluginRegistryError(
+                type: registration.type,
+                problem: "is already registered by \(existing.implementation) (\(existing.kind))"
+            )
+        }
+        registrations[registration.type] = registration
+    }
+
+    enum Instance {
+        case validator(any Validator<String>)
+        case authenticator(any Authenticator, any AuthenticatorVerifier)
+        case identityProvider(any IdentityProvider, any IdentityProviderHost)
+    }
+
+    /// A registered type with its configuration decoding and instance making, type-erased.
+    private struct Registration: Sendable {
+        let kind: PluginKind
+        let type: PluginTypeIdentifier
+        let summary: String
+        let implementation: String
+        let decode: @Sendable (ConfigValue) throws(ConfigurationError) -> any Sendable
+        let make: @Sendable (any Sendable, PluginContext) throws -> Instance
+
+        init<P: Plugin>(
+            kind: PluginKind,
+            plugin: P.Type,
+            make: @escaping @Sendable (P.Configuration, PluginContext) throws -> Instance
+        ) {
+            self.kind = kind
+            self.type = P.typeIdentifier
+            self.summary = P.summary
+            self.implementation = String(describing: plugin)
+            self.decode = { (value: ConfigValue) throws(ConfigurationError) -> any Sendable in
+                try ConfigurationDecoder().decode(P.Configuration.self, from: value)
+            }
+            self.make = { configuration, context in
+                guard let typed = configuration as? P.Configuration else {
+                    throw ConfigurationError(path: [], problem: "internal error: configuration of the wrong type")
+                }
+                return try make(typed, context)
+            }
+        }
+    }
+}
+
+/// A plugin type could not be registered.
+public struct PluginRegistryError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var type: PluginTypeIdentifier
+    public var problem: String
+
+    public var description: String { "plugin type \(quoted(type.rawValue)) \(problem)" }
+}
+
+/// The plugins a manifest asked for, built and ready.
+public struct LoadedPlugins: Sendable {
+    /// A validator with its manifest entry.
+    public struct LoadedValidator: Sendable {
+        public var id: String
+        public var type: PluginTypeIdentifier
+        public var validator: any Validator<String>
+    }
+
+    /// Both halves of an authenticator.
+    public struct LoadedAuthenticator: Sendable {
+        public var descriptor: AuthenticatorDescriptor
+        public var authenticator: any Authenticator
+        public var verifier: any AuthenticatorVerifier
+    }
+
+    /// Both halves of an identity provider.
+    public struct LoadedIdentityProvider: Sendable {
+        public var descriptor: IdentityProviderDescriptor
+        public var identityProvider: any IdentityProvider
+        public var host: any IdentityProviderHost
+    }
+
+    public let source: String
+    public private(set) var validators: [LoadedValidator] = []
+    public private(set) var authenticators: [LoadedAuthenticator] = []
+    public private(set) var identityProviders: [LoadedIdentityProvider] = []
+
+    init(source: String) { self.source = source }
+
+    /// The validator with manifest id `id`.
+    public func validator(id: String) -> (any Validator<String>)? {
+        validators.first { $0.id == id }?.validator
+    }
+
+    /// What was loaded, one line per plugin: `validator email (xignin.email)`.
+    public var report: [String] {
+        validators.map { "validator \($0.id) (\($0.type))" }
+            + authenticators.map { "authenticator \($0.descriptor)" }
+            + identityProviders.map { "identity provider \($0.descriptor)" }
+    }
+
+    mutating func add(_ instance: PluginRegistry.Instance, entry: Manifest.Entry) {
+        let name = entry.name ?? entry.id
+        switch instance {
+        case .validator(let validator):
+            validators.append(LoadedValidator(id: entry.id, type: entry.type, validator: validator))
+        case .authenticator(let authenticator, let verifier):
+            authenticators.append(
+                LoadedAuthenticator(
+                    descriptor: AuthenticatorDescriptor(id: entry.id, type: entry.type, name: name),
+                    authenticator: authenticator,
+                    verifier: verifier
+                )
+            )
+        case .identityProvider(let identityProvider, let host):
+            identityProviders.append(
+                LoadedIdentityProvider(
+                    descriptor: IdentityProviderDescriptor(id: entry.id, type: entry.type, name: name),
+                    identityProvider: identityProvider,
+                    host: host
+                )
+            )
+        }
+    }
+}

@@ -1,0 +1,40 @@
+/// The stable name of a plugin type, such as `"pin"`, `"biometric.simulated"` or `"xignin.email"`.
+///
+/// Manifests refer to plugin types by this name, so it must never change once published.
+/// Names are short, lowercase, dot-separated words.
+public struct PluginTypeIdentifier: RawRepresentable, Hashable, Comparable, Sendable, Codable,
+    ExpressibleByStringLiteral, CustomStringConvertible
+{
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+
+    public var description: String { rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// The three kinds of plugin the kernel knows. A closed set: every plugin is one of them.
+public enum PluginKind: String, Sendable, CaseIterable, CustomStringConvertible {
+    case authenticator
+    case identityProvider
+    case validator
+
+    /// The manifest section that lists plugins of this kind.
+    public var manifestSection: String {
+        switch self {
+        case .authenticator: "authenticators"
+        case .identityProvider: "identityProviders"
+        case .validator: "validators"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .authenticator: "authenticator"
+        case .identityProvider: "identity provider"
+        case .validator: "validator"
+        }
+    }
+}

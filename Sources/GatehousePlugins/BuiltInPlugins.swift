@@ -1,0 +1,13 @@
+public import GatehouseKernel
+import PINAuthenticator
+import XignInValidators
+
+extension PluginRegistry {
+    /// Every plugin type that ships with Gatehouse, ready for a manifest to pick from.
+    /// Add your own with one line: `try registry.register(MyPlugin.self)`.
+    public static var builtIn: PluginRegistry {
+        get throws(PluginRegistryError) {
+            try PluginRegistry(validators: XignInValidators.plugins + [PinPolicyValidatorPlugin.self])
+        }
+    }
+}

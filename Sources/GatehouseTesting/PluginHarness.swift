@@ -1,0 +1,78 @@
+public import GatehouseKernel
+
+/// Loads one plugin alone, the way a host would, from a configuration given in the test.
+///
+/// ```swift
+/// let validator = try PluginHarness.validator(XignInAliasValidatorPlugin.self, config: ["maxLength": 10])
+/// let problem = PluginHarness.configurationProblem(XignInAliasValidatorPlugin.self, config: ["maxLength": "ten"])
+/// #expect(problem == #"config.maxLength: expected an integer, found "ten""#)
+/// ```
+public enum PluginHarness {
+    /// Builds the validator `plugin` makes from `config`, through a registry and a manifest.
+    public static func validator<P: ValidatorPlugin>(
+        _ plugin: P.Type,
+        config: [String: ConfigValue] = [:],
+        environment: PluginEnvironment = .testing()
+    ) throws -> any Validator<String> {
+        let registry = try PluginRegistry().registering(plugin)
+        let loaded = try registry.load(manifest(.validator, P.typeIdentifier, config), environment: environment)
+        guard let validator = loaded.validator(id: "subject") else {
+            throw ManifestError(source: "test", problem: "the registry did not build the validator")
+        }
+        return validator
+    }
+
+    /// Builds both halves of the authenticator `plugin` makes from `config`.
+    public static func authenticator<P: AuthenticatorPlugin>(
+        _ plugin: P.Type,
+        config: [String: ConfigValue] = [:],
+        environment: PluginEnvironment = .testing()
+    ) throws -> LoadedPlugins.LoadedAuthenticator {
+        let registry = try PluginRegistry().registering(plugin)
+        let loaded = try registry.load(manifest(.authenticator, P.typeIdentifier, config), environment: environment)
+        guard let authenticator = loaded.authenticators.first else {
+            throw ManifestError(source: "test", problem: "the registry did not build the authenticator")
+        }
+        return authenticator
+    }
+
+    /// Builds both halves of the identity provider `plugin` makes from `config`.
+    public static func identityProvider<P: IdentityProviderPlugin>(
+        _ plugin: P.Type,
+        config: [String: ConfigValue] = [:],
+        environment: PluginEnvironment = .testing()
+    ) throws -> LoadedPlugins.LoadedIdentityProvider {
+        let registry = try PluginRegistry().registering(plugin)
+        let loaded = try registry.load(manifest(.identityProvider, P.typeIdentifier, config), environment: environment)
+        guard let identityProvider = loaded.identityProviders.first else {
+            throw ManifestError(source: "test", problem: "the registry did not build the identity provider")
+        }
+        return identityProvider
+    }
+
+    /// The problem a host would report for `config`, after the entry's location; `nil` when the
+    /// configuration is accepted.
+    public static func configurationProblem<P: Plugin>(_ plugin: P.Type, config: [String: ConfigValue]) -> String? {
+        do {
+            _ = try ConfigurationDecoder().decode(P.Configuration.self, from: .object(config))
+            return nil
+        } catch {
+            return ConfigurationError(path: [.key("config")] + error.path, problem: error.problem).description
+        }
+    }
+
+    private static func manifest(
+        _ kind: PluginKind,
+        _ type: PluginTypeIdentifier,
+        _ config: [String: ConfigValue]
+    ) throws -> Manifest {
+        try Manifest(
+            .object([
+                kind.manifestSection: .list([
+                    .object(["id": .string("subject"), "type": .string(type.rawValue), "config": .object(config)])
+                ])
+            ]),
+            source: "test"
+        )
+    }
+}
