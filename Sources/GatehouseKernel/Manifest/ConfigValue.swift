@@ -38,28 +38,6 @@ public enum ConfigValue: Sendable, Hashable {
     }
 }
 
-extension ConfigValue: Decodable {
-    /// Decodes a JSON document (through `JSONDecoder`) into a tree.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([ConfigValue].self) {
-            self = .list(value)
-        } else {
-            self = .object(try container.decode([String: ConfigValue].self))
-        }
-    }
-}
-
 /// Literals, so configuration can be written inline in code and tests.
 extension ConfigValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByFloatLiteral

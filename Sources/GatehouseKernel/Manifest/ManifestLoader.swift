@@ -76,23 +76,6 @@ public struct JSONManifestFormat: ManifestFormat {
     public var fileExtensions: [String] { ["json"] }
 
     public func parse(_ data: Data) throws(ManifestSyntaxError) -> ConfigValue {
-        if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) { return .null }
-        do {
-            return try JSONDecoder().decode(ConfigValue.self, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            throw ManifestSyntaxError(Self.describe(context))
-        } catch {
-            throw ManifestSyntaxError(String(describing: error))
-        }
-    }
-
-    /// Foundation's messages name the problem in the underlying error's debug description.
-    private static func describe(_ context: DecodingError.Context) -> String {
-        if let underlying = context.underlyingError as? NSError,
-            let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String
-        {
-            return detail
-        }
-        return context.debugDescription
+        try JSONParser.parse(Array(data))
     }
 }

@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+
+/// Runs the built `validate-input` example, as a user would from the package root.
+private struct ExampleRun {
+    var status: Int32
+    var output: String
+    var errors: String
+}
+
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+/// The example binary sits beside the test bundle in the build directory.
+private func exampleBinary() throws -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("validate-input")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory.deleteLastPathComponent()
+    }
+    throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "validate-input near \(CommandLine.arguments[0])"])
+}
+
+private func run(_ arguments: [String], input: String? = nil) throws -> ExampleRun {
+    let process = Process()
+    process.executableURL = try exampleBinary()
+    process.arguments = arguments
+    process.currentDirectoryURL = packageRoot
+    let output = Pipe()
+    let errors = Pipe()
+    let stdin = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    process.standardInput = stdin
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+    try stdin.fileHandleForWriting.close()
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return ExampleRun(
+        status: process.terminationStatus,
+        output: String(decoding: outputData, as: UTF8.self),
+        errors: String(decoding: errorData, as: UTF8.self)
+    )
+}
+
+@Suite("validate-input example")
+struct ValidateInputTests {
+    @Test("loads the manifest and prints each value's result code")
+    func validates() throws {
+        let result = try run([
+            "--manifest", "Examples/manifests/validators.yaml", "email=jane@example.com", "alias=J", "email=jane@", "pin=345678",
+        ])
+        #expect(result.status == 0)
+        let lines = result.output.split(separator: "\n").map(String.init)
+        #expect(lines.first == "Loaded 4 plugins from Examples/manifests/validators.yaml:")
+        #expect(lines.contains(#"email "jane@example.com": valid"#))
+        #expect(lines.contains(#"alias "J": tooShort"#))
+        #expect(lines.contains(#"email "jane@": invalid"#))
+        #expect(lines.contains(#"pin "••••••": sequence"#))
+        #expect(!result.output.contains("345678"), "a PIN must never be echoed")
+    }
+
+    @Test("reads a secret from standard input with -, and --strict fails on invalid input")
+    func stdinAndStrict() throws {
+        let result = try run(["--manifest", "Examples/manifests/validators.json", "--strict", "pin=-"], input: "111111\n")
+        #expect(result.status == 1)
+        #expect(result.output.contains(#"pin "••••••": blacklisted, similarDigits"#))
+        let valid = try run(["--manifest", "Examples/manifests/validators.json", "--strict", "pin=-"], input: "847291\n")
+        #expect(valid.status == 0)
+        #expect(valid.output.contains(#"pin "••••••": valid"#))
+    }
+
+    @Test("the third-party manifest uses the integrator's validator")
+    func thirdParty() throws {
+        let result = try run(["--manifest", "Examples/manifests/third-party.yaml", "postalCode=1234 AB", "postalCode=1234AB"])
+        #expect(result.status == 0)
+        #expect(result.output.contains("validator postalCode (example.postalCode)"))
+        #expect(result.output.contains(#"postalCode "1234 AB": valid"#))
+        #expect(result.output.contains(#"postalCode "1234AB": badSpacing"#))
+    }
+
+    @Test("a bad manifest or id exits 2 with one clear line")
+    func failures() throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-example-\(UUID().uuidString).yaml")
+        try Data("validators:\n  - id: alias\n    type: xignin.alias\n    config: {maxLength: ten}\n".utf8).write(to: scratch)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let broken = try run(["--manifest", scratch.path, "alias=x"])
+        #expect(broken.status == 2)
+        #expect(broken.errors == #"\#(scratch.path): validators[0] (id "alias"): config.maxLength: expected an integer, found "ten""# + "\n")
+
+        let unknown = try run(["--manifest", "Examples/manifests/validators.yaml", "phone=0612345678"])
+        #expect(unknown.status == 2)
+        #expect(unknown.errors.contains(#"no validator with id "phone""#))
+
+        let usage = try run([])
+        #expect(usage.status == 2)
+        #expect(usage.errors.hasPrefix("usage: validate-input"))
+    }
+}
