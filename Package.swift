@@ -59,9 +59,18 @@ let package = Package(
         ),
 
         // Tests: one target per plugin (that plugin + kernel + GatehouseTesting only), plus the rest.
-        .testTarget(name: "PINAuthenticatorTests", dependencies: ["PINAuthenticator", "GatehouseKernel", "GatehouseTesting"]),
-        .testTarget(name: "XignInValidatorsTests", dependencies: ["XignInValidators", "GatehouseKernel", "GatehouseTesting"]),
-        .testTarget(name: "PostalCodeValidatorTests", dependencies: ["PostalCodeValidator", "GatehouseKernel", "GatehouseTesting"]),
+        .testTarget(
+            name: "PINAuthenticatorTests",
+            dependencies: ["PINAuthenticator", "GatehouseKernel", "GatehouseTesting"]
+        ),
+        .testTarget(
+            name: "XignInValidatorsTests",
+            dependencies: ["XignInValidators", "GatehouseKernel", "GatehouseTesting"]
+        ),
+        .testTarget(
+            name: "PostalCodeValidatorTests",
+            dependencies: ["PostalCodeValidator", "GatehouseKernel", "GatehouseTesting"]
+        ),
         .testTarget(name: "GatehouseKernelTests", dependencies: ["GatehouseKernel", "GatehouseTesting"]),
         .testTarget(
             name: "GatehouseManifestTests",

@@ -9,13 +9,14 @@ public struct PostalCodeValidator: Validator {
         let digits = text.prefix(4)
         let letters = text.dropFirst(4).drop { $0 == " " }
         let spaces = text.count - digits.count - letters.count
-        guard digits.count == 4, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), digits.first != "0" else {
+        guard digits.count == 4, digits.allSatisfy({ ("0"..."9").contains($0) }), digits.first != "0" else {
             return .invalid("badNumber", "A postal code starts with four digits, the first not 0.")
         }
-        guard letters.count == 2, letters.allSatisfy({ ("A"..."Z").contains($0) }), !["SA", "SD", "SS"].contains(String(letters))
+        guard letters.count == 2, letters.allSatisfy({ ("A"..."Z").contains($0) }),
+            !["SA", "SD", "SS"].contains(String(letters))
         else { return .invalid("badLetters", "A postal code ends with two letters (not SA, SD or SS).") }
         guard spaces <= 1, !requiresSpace || spaces == 1 else {
-            return .invalid("badSpacing", requiresSpace ? "Put one space between digits and letters." : "Use at most one space.")
+            return .invalid("badSpacing", requiresSpace ? "Put a space before letters." : "Use one space at most.")
         }
         return .valid
     }
@@ -24,15 +25,13 @@ public struct PostalCodeValidator: Validator {
 /// Registers as `example.postalCode`; config `requiresSpace` (default false).
 public enum PostalCodeValidatorPlugin: ValidatorPlugin {
     public struct Configuration: Decodable, Sendable {
-        public var requiresSpace = false
-        private enum CodingKeys: String, CodingKey { case requiresSpace }
-        public init(from decoder: any Decoder) throws {
-            requiresSpace = try decoder.container(keyedBy: CodingKeys.self).decode(Bool.self, forKey: .requiresSpace, default: false)
-        }
+        public var requiresSpace: Bool?
     }
+
     public static let typeIdentifier: PluginTypeIdentifier = "example.postalCode"
     public static let summary = "Dutch postal code, e.g. 1234 AB"
+
     public static func makeValidator(configuration: Configuration, context: PluginContext) -> any Validator<String> {
-        PostalCodeValidator(requiresSpace: configuration.requiresSpace)
+        PostalCodeValidator(requiresSpace: configuration.requiresSpace ?? false)
     }
 }

@@ -49,7 +49,8 @@ public struct EmailValidator: FieldValidator, Hashable {
             !atom.isEmpty
                 && atom.unicodeScalars.allSatisfy { scalar in
                     if scalar.isASCII {
-                        return ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+                        return ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+                            || ("0"..."9").contains(scalar)
                             || atomSymbols.contains(Character(scalar))
                     }
                     return isInternationalText(scalar)
@@ -67,7 +68,8 @@ public struct EmailValidator: FieldValidator, Hashable {
                 && label.first != "-" && label.last != "-"
                 && label.unicodeScalars.allSatisfy { scalar in
                     if scalar.isASCII {
-                        return ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+                        return ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+                            || ("0"..."9").contains(scalar)
                             || scalar == "-"
                     }
                     return isInternationalText(scalar)

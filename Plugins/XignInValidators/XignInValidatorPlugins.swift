@@ -20,7 +20,10 @@ public enum XignInPinValidatorPlugin: ValidatorPlugin {
             minLength = try container.decode(Int.self, forKey: .minLength, default: 5, in: 1...64)
             maxLength = try container.decode(Int.self, forKey: .maxLength, default: 32, in: 1...64)
             guard minLength <= maxLength else {
-                throw container.invalid(.maxLength, "must not be less than minLength (\(minLength)), found \(maxLength)")
+                throw container.invalid(
+                    .maxLength,
+                    "must not be less than minLength (\(minLength)), found \(maxLength)"
+                )
             }
         }
     }
@@ -78,7 +81,10 @@ public enum XignInAliasValidatorPlugin: ValidatorPlugin {
             minLength = try container.decode(Int.self, forKey: .minLength, default: 2, in: 1...256)
             maxLength = try container.decode(Int.self, forKey: .maxLength, default: 50, in: 1...256)
             guard minLength <= maxLength else {
-                throw container.invalid(.maxLength, "must not be less than minLength (\(minLength)), found \(maxLength)")
+                throw container.invalid(
+                    .maxLength,
+                    "must not be less than minLength (\(minLength)), found \(maxLength)"
+                )
             }
         }
     }

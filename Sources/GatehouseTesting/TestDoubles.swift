@@ -52,7 +52,10 @@ public struct RecordingLogger: Sendable {
 
 extension PluginEnvironment {
     /// An environment for tests: a recording logger and a manual clock.
-    public static func testing(logger: RecordingLogger = RecordingLogger(), clock: ManualClock = ManualClock())
+    public static func testing(
+        logger: RecordingLogger = RecordingLogger(),
+        clock: ManualClock = ManualClock()
+    )
         -> PluginEnvironment
     {
         PluginEnvironment(logger: logger.logger, clock: clock)

@@ -34,7 +34,8 @@ public struct YAMLManifestFormat: ManifestFormat {
             switch Tag.Name(rawValue: node.tag.rawValue) {
             case .null: return .null
             case .bool: return node.bool.map(ConfigValue.bool) ?? .string(scalar.string)
-            case .int: return node.int.map(ConfigValue.integer) ?? node.float.map(ConfigValue.number) ?? .string(scalar.string)
+            case .int:
+                return node.int.map(ConfigValue.integer) ?? node.float.map(ConfigValue.number) ?? .string(scalar.string)
             case .float: return node.float.map(ConfigValue.number) ?? .string(scalar.string)
             default: return .string(scalar.string)
             }

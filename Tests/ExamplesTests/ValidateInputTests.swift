@@ -51,7 +51,8 @@ struct ValidateInputTests {
     @Test("loads the manifest and prints each value's result code")
     func validates() throws {
         let result = try run([
-            "--manifest", "Examples/manifests/validators.yaml", "email=jane@example.com", "alias=J", "email=jane@", "pin=345678",
+            "--manifest", "Examples/manifests/validators.yaml", "email=jane@example.com", "alias=J", "email=jane@",
+            "pin=345678",
         ])
         #expect(result.status == 0)
         let lines = result.output.split(separator: "\n").map(String.init)
@@ -65,17 +66,25 @@ struct ValidateInputTests {
 
     @Test("reads a secret from standard input with -, and --strict fails on invalid input")
     func stdinAndStrict() throws {
-        let result = try run(["--manifest", "Examples/manifests/validators.json", "--strict", "pin=-"], input: "111111\n")
+        let result = try run(
+            ["--manifest", "Examples/manifests/validators.json", "--strict", "pin=-"],
+            input: "111111\n"
+        )
         #expect(result.status == 1)
         #expect(result.output.contains(#"pin "••••••": blacklisted, similarDigits"#))
-        let valid = try run(["--manifest", "Examples/manifests/validators.json", "--strict", "pin=-"], input: "847291\n")
+        let valid = try run(
+            ["--manifest", "Examples/manifests/validators.json", "--strict", "pin=-"],
+            input: "847291\n"
+        )
         #expect(valid.status == 0)
         #expect(valid.output.contains(#"pin "••••••": valid"#))
     }
 
     @Test("the third-party manifest uses the integrator's validator")
     func thirdParty() throws {
-        let result = try run(["--manifest", "Examples/manifests/third-party.yaml", "postalCode=1234 AB", "postalCode=1234AB"])
+        let result = try run([
+            "--manifest", "Examples/manifests/third-party.yaml", "postalCode=1234 AB", "postalCode=1234AB",
+        ])
         #expect(result.status == 0)
         #expect(result.output.contains("validator postalCode (example.postalCode)"))
         #expect(result.output.contains(#"postalCode "1234 AB": valid"#))
@@ -84,12 +93,20 @@ struct ValidateInputTests {
 
     @Test("a bad manifest or id exits 2 with one clear line")
     func failures() throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-example-\(UUID().uuidString).yaml")
-        try Data("validators:\n  - id: alias\n    type: xignin.alias\n    config: {maxLength: ten}\n".utf8).write(to: scratch)
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gatehouse-example-\(UUID().uuidString).yaml"
+        )
+        try Data("validators:\n  - id: alias\n    type: xignin.alias\n    config: {maxLength: ten}\n".utf8).write(
+            to: scratch
+        )
         defer { try? FileManager.default.removeItem(at: scratch) }
         let broken = try run(["--manifest", scratch.path, "alias=x"])
         #expect(broken.status == 2)
-        #expect(broken.errors == #"\#(scratch.path): validators[0] (id "alias"): config.maxLength: expected an integer, found "ten""# + "\n")
+        #expect(
+            broken.errors
+                == #"\#(scratch.path): validators[0] (id "alias"): config.maxLength: expected an integer, found "ten""#
+                + "\n"
+        )
 
         let unknown = try run(["--manifest", "Examples/manifests/validators.yaml", "phone=0612345678"])
         #expect(unknown.status == 2)

@@ -2,7 +2,12 @@ import Foundation
 import GatehouseKernel
 import Testing
 
-private let request = VerificationRequest(subject: "user-1", profile: UserProfile(id: "abc123"), message: Data(), now: Date())
+private let request = VerificationRequest(
+    subject: "user-1",
+    profile: UserProfile(id: "abc123"),
+    message: Data(),
+    now: Date()
+)
 private let wrongPin = AuthenticationFailure(AuthenticationError(.invalidPin), countsAsAttempt: true)
 
 @Suite("Authentication chain")
@@ -65,7 +70,9 @@ struct AuthenticationChainTests {
     @Test("passes a challenge on, with whether it reserves an attempt")
     func passesChallenge() async {
         let challenge = AuthenticatorChallenge(payload: Data([1]), session: Data([2]), reservesAttempt: true)
-        let decision = await AuthenticationChain([FixedVerifier("pin", .outcome(.challenge(challenge)))]).verify(request)
+        let decision = await AuthenticationChain([FixedVerifier("pin", .outcome(.challenge(challenge)))]).verify(
+            request
+        )
         guard case .challenged(let by, let issued) = decision else {
             Issue.record("expected a challenge, got \(decision)")
             return

@@ -23,12 +23,24 @@ struct ChallengeResponderTests {
     @Test("an authentication delegate's defaults: biometric scans, custom falls back to PIN")
     func authenticationDefaults() async {
         let responder = ChallengeResponders.authentication(MinimalAuthenticationDelegate())
-        #expect(await responder.biometric(BiometricChallenge(profile: profile, authenticator: biometric)) == .defaultPrompt)
         #expect(
-            await responder.customAuthenticator(CustomAuthenticatorChallenge(profile: profile, authenticator: biometric))
+            await responder.biometric(BiometricChallenge(profile: profile, authenticator: biometric)) == .defaultPrompt
+        )
+        #expect(
+            await responder.customAuthenticator(
+                CustomAuthenticatorChallenge(profile: profile, authenticator: biometric)
+            )
                 == .fallbackToPin
         )
-        guard case .pin = await responder.pin(PinChallenge(profile: profile, authenticator: pinAuthenticator, failureCounts: .init(maximum: 3, previous: 0))) else {
+        guard
+            case .pin = await responder.pin(
+                PinChallenge(
+                    profile: profile,
+                    authenticator: pinAuthenticator,
+                    failureCounts: .init(maximum: 3, previous: 0)
+                )
+            )
+        else {
             Issue.record("the delegate's PIN was not passed on")
             return
         }
@@ -46,7 +58,10 @@ struct ChallengeResponderTests {
             Issue.record("the delegate's new PIN was not passed on")
             return
         }
-        #expect(await responder.customRegistration(CustomRegistrationChallenge(identityProvider: provider, step: .finish)) == .data(nil))
+        #expect(
+            await responder.customRegistration(CustomRegistrationChallenge(identityProvider: provider, step: .finish))
+                == .data(nil)
+        )
         let browser = BrowserRegistrationChallenge(
             identityProvider: provider,
             url: URL(string: "https://idp.test/login")!,
@@ -54,7 +69,15 @@ struct ChallengeResponderTests {
         )
         #expect(await responder.browserRegistration(browser) == .cancel)
         #expect(await responder.biometric(BiometricChallenge(profile: profile, authenticator: biometric)) == .cancel)
-        guard case .cancel = await responder.pin(PinChallenge(profile: profile, authenticator: pinAuthenticator, failureCounts: .init(maximum: 3, previous: 0))) else {
+        guard
+            case .cancel = await responder.pin(
+                PinChallenge(
+                    profile: profile,
+                    authenticator: pinAuthenticator,
+                    failureCounts: .init(maximum: 3, previous: 0)
+                )
+            )
+        else {
             Issue.record("registration answered a PIN challenge")
             return
         }
@@ -70,11 +93,21 @@ struct ChallengeResponderTests {
         }
         #expect(await script.isFinished == false)
         // Out of order: the script's next answer is for a biometric challenge.
-        guard case .cancel = await responder.pin(PinChallenge(profile: profile, authenticator: pinAuthenticator, failureCounts: .init(maximum: 3, previous: 0))) else {
+        guard
+            case .cancel = await responder.pin(
+                PinChallenge(
+                    profile: profile,
+                    authenticator: pinAuthenticator,
+                    failureCounts: .init(maximum: 3, previous: 0)
+                )
+            )
+        else {
             Issue.record("an unexpected challenge was answered")
             return
         }
-        #expect(await responder.biometric(BiometricChallenge(profile: profile, authenticator: biometric)) == .fallbackToPin)
+        #expect(
+            await responder.biometric(BiometricChallenge(profile: profile, authenticator: biometric)) == .fallbackToPin
+        )
         #expect(await script.receivedKinds == ["createPin", "pin", "biometric"])
         #expect(await script.unexpected.map(\.kind) == ["pin"])
         #expect(await script.remaining == 0)

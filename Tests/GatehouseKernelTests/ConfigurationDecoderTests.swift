@@ -56,13 +56,19 @@ struct ConfigurationDecoderTests {
             (["maxLength": 5, "strict": "yes"], #"strict: expected true or false, found "yes""#),
             (["maxLength": 5, "names": "bob"], #"names: expected a list, found "bob""#),
             (["maxLength": 5, "names": ["a", 7]], "names[1]: expected a string, found 7"),
-            (["maxLength": 5, "nested": ["small": 300]], "nested.small: expected an integer from -128 to 127, found 300"),
+            (
+                ["maxLength": 5, "nested": ["small": 300]],
+                "nested.small: expected an integer from -128 to 127, found 300"
+            ),
             (["maxLength": 5, "nested": [1, 2]], "nested: expected an object, found a list"),
             (["maxLength": 5, "ratio": [:]], "ratio: expected a number, found an object"),
             ([:], "maxLength: required key is missing"),
             (["maxLength": .null], "maxLength: a value is required, found null"),
             (["maxLength": 5, "minLength": 0], "minLength: expected a value from 1 to 10, found 0"),
-            (["maxLength": 5, "maxLenght": 6], "maxLenght: unknown key; expected one of: maxLength, minLength, names, nested, ratio, strict"),
+            (
+                ["maxLength": 5, "maxLenght": 6],
+                "maxLenght: unknown key; expected one of: maxLength, minLength, names, nested, ratio, strict"
+            ),
             (["maxLength": 5, "nested": ["small": 1, "big": 2]], "nested.big: unknown key; expected one of: small"),
         ] as [(ConfigValue, String)]
     )

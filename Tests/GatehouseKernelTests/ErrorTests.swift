@@ -7,30 +7,41 @@ struct ErrorTests {
     func codesAreDistinct() {
         let generic: [GenericError.Code] = [
             .networkConnectivityFailure, .serverNotReachable, .deviceDeregistered, .userDeregistered, .actionCancelled,
-            .actionAlreadyInProgress, .dataStorageNotAvailable, .unrecoverableDataState, .unknown, .configurationInvalid,
+            .actionAlreadyInProgress, .dataStorageNotAvailable, .unrecoverableDataState, .unknown,
+            .configurationInvalid,
             .requestInvalid,
         ]
-        let pinValidation: [PinValidationError.Code] = [.blacklisted, .sequence, .similarDigits, .tooShort, .tooLong, .notNumeric]
+        let pinValidation: [PinValidationError.Code] = [
+            .blacklisted, .sequence, .similarDigits, .tooShort, .tooLong, .notNumeric,
+        ]
         let authentication: [AuthenticationError.Code] = [
-            .invalidPin, .userNotAuthenticated, .authenticatorInvalid, .authenticatorDeregistered, .customAuthenticatorFailure,
-            .biometricAuthenticatorFailure, .authenticatorNotRegistered, .customAuthenticationDisabled, .noApplicableAuthenticator,
+            .invalidPin, .userNotAuthenticated, .authenticatorInvalid, .authenticatorDeregistered,
+            .customAuthenticatorFailure,
+            .biometricAuthenticatorFailure, .authenticatorNotRegistered, .customAuthenticationDisabled,
+            .noApplicableAuthenticator,
         ]
         let registration: [RegistrationError.Code] = [
             .deviceRegistrationFailure, .invalidState, .invalidIdentityProvider, .customRegistrationExpired,
             .customRegistrationFailure, .externalIdentityProviderFailure,
         ]
-        let mobile: [MobileAuthRequestError.Code] = [.userNotAuthenticated, .userDisenrolled, .notEnrolled, .alreadyHandled, .notFound, .notHandleable]
+        let mobile: [MobileAuthRequestError.Code] = [
+            .userNotAuthenticated, .userDisenrolled, .notEnrolled, .alreadyHandled, .notFound, .notHandleable,
+        ]
         #expect(Set(generic).count == generic.count)
         #expect(Set(pinValidation).count == pinValidation.count)
         #expect(Set(authentication).count == authentication.count)
         #expect(Set(registration).count == registration.count)
         #expect(Set(mobile).count == mobile.count)
         // One number, one meaning, across all domains (the seed SDK reused 10020 and 10024).
-        let everyNumber = generic.map(\.rawValue) + pinValidation.map(\.rawValue) + authentication.map(\.rawValue).filter { $0 != 9010 }
+        let everyNumber =
+            generic.map(\.rawValue) + pinValidation.map(\.rawValue)
+            + authentication.map(\.rawValue).filter { $0 != 9010 }
             + registration.map(\.rawValue) + mobile.map(\.rawValue).filter { $0 != 9010 }
             + [DeregistrationError.Code.localDeregistration.rawValue]
         #expect(Set(everyNumber).count == everyNumber.count)
-        for name in generic.map(\.name) + pinValidation.map(\.name) + registration.map(\.name) { #expect(!name.isEmpty) }
+        for name in generic.map(\.name) + pinValidation.map(\.name) + registration.map(\.name) {
+            #expect(!name.isEmpty)
+        }
     }
 
     @Test("keeps the seed SDK's numbers where it has them")
@@ -59,7 +70,10 @@ struct ErrorTests {
             plugin: "pin.policy"
         )
         #expect(error.description == "No digit may occur more than 2 times in the PIN.")
-        #expect(String(reflecting: error) == "PinValidation.similarDigits (9013): No digit may occur more than 2 times in the PIN. [plugin pin.policy]")
+        #expect(
+            String(reflecting: error)
+                == "PinValidation.similarDigits (9013): No digit may occur more than 2 times in the PIN. [plugin pin.policy]"
+        )
         #expect(error.details.maxSimilarDigits == 2)
         #expect(GenericError(.userDeregistered).message.contains("deregistered"))
         let wrapped = GenericError(.serverNotReachable, underlying: error)
@@ -83,7 +97,11 @@ struct ErrorTests {
 
     @Test("a plugin adds codes of its own")
     func pluginCodes() {
-        let code = AuthenticationError.Code(19001, name: "voiceNotRecognised", defaultMessage: "The voice was not recognised.")
+        let code = AuthenticationError.Code(
+            19001,
+            name: "voiceNotRecognised",
+            defaultMessage: "The voice was not recognised."
+        )
         let error = AuthenticationError(code, plugin: "voice")
         #expect(error.code == code)
         #expect(error.code != .invalidPin)

@@ -16,7 +16,10 @@ struct ManifestTests {
     func readsEntries() throws {
         let manifest = try Manifest(
             [
-                "validators": [["id": "email", "type": "xignin.email"], ["id": "pin", "type": "pin.policy", "config": ["length": 6]]],
+                "validators": [
+                    ["id": "email", "type": "xignin.email"],
+                    ["id": "pin", "type": "pin.policy", "config": ["length": 6]],
+                ],
                 "authenticators": [["id": "pin-auth", "type": "pin", "name": "PIN"]],
             ],
             source: "app.yaml"
@@ -32,19 +35,40 @@ struct ManifestTests {
     @Test(
         "refuses malformed manifests with one line naming the place",
         arguments: [
-            (.null, "app.yaml: the manifest is empty; it needs at least one of the sections authenticators, identityProviders, validators"),
-            ([:], "app.yaml: the manifest is empty; it needs at least one of the sections authenticators, identityProviders, validators"),
-            (["a", "b"], "app.yaml: expected an object with the sections authenticators, identityProviders, validators; found a list"),
-            (["validator": []], "app.yaml: validator: unknown section; expected one of: authenticators, identityProviders, validators"),
+            (
+                .null,
+                "app.yaml: the manifest is empty; it needs at least one of the sections authenticators, identityProviders, validators"
+            ),
+            (
+                [:],
+                "app.yaml: the manifest is empty; it needs at least one of the sections authenticators, identityProviders, validators"
+            ),
+            (
+                ["a", "b"],
+                "app.yaml: expected an object with the sections authenticators, identityProviders, validators; found a list"
+            ),
+            (
+                ["validator": []],
+                "app.yaml: validator: unknown section; expected one of: authenticators, identityProviders, validators"
+            ),
             (["validators": ["id": "x"]], "app.yaml: validators: expected a list of entries, found an object"),
-            (["validators": ["email"]], #"app.yaml: validators[0]: expected an object with the keys config, id, name, type, found "email""#),
+            (
+                ["validators": ["email"]],
+                #"app.yaml: validators[0]: expected an object with the keys config, id, name, type, found "email""#
+            ),
             (["validators": [["type": "xignin.email"]]], "app.yaml: validators[0]: id: required key is missing"),
-            (["validators": [["id": 7, "type": "xignin.email"]]], "app.yaml: validators[0]: id: expected a string, found 7"),
+            (
+                ["validators": [["id": 7, "type": "xignin.email"]]],
+                "app.yaml: validators[0]: id: expected a string, found 7"
+            ),
             (
                 ["validators": [["id": "my email", "type": "xignin.email"]]],
                 #"app.yaml: validators[0]: id: expected 1 to 64 letters, digits, ".", "-" or "_", found "my email""#
             ),
-            (["validators": [["id": "email"]]], #"app.yaml: validators[0] (id "email"): type: required key is missing"#),
+            (
+                ["validators": [["id": "email"]]],
+                #"app.yaml: validators[0] (id "email"): type: required key is missing"#
+            ),
             (
                 ["validators": [["id": "email", "type": "xignin.email", "confg": [:]]]],
                 #"app.yaml: validators[0] (id "email"): confg: unknown key; expected one of: config, id, name, type"#
@@ -58,7 +82,10 @@ struct ManifestTests {
                 #"app.yaml: validators[1] (id "email"): id: duplicate id; validators[0] already uses it"#
             ),
             (
-                ["authenticators": [["id": "pin", "type": "pin"]], "validators": [["id": "pin", "type": "pin.policy"]]],
+                [
+                    "authenticators": [["id": "pin", "type": "pin"]],
+                    "validators": [["id": "pin", "type": "pin.policy"]],
+                ],
                 #"app.yaml: validators[0] (id "pin"): id: duplicate id; authenticators[0] already uses it"#
             ),
         ] as [(ConfigValue, String)]

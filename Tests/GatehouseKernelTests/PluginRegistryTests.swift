@@ -24,16 +24,25 @@ struct PluginRegistryTests {
 
     @Test("lists its types by kind")
     func listsTypes() throws {
-        let registry = try PluginRegistry(validators: [LengthValidatorPlugin.self], authenticators: [FixedAuthenticatorPlugin.self])
+        let registry = try PluginRegistry(
+            validators: [LengthValidatorPlugin.self],
+            authenticators: [FixedAuthenticatorPlugin.self]
+        )
         #expect(registry.types(of: .validator) == ["test.length"])
         #expect(registry.types(of: .authenticator) == ["test.fixed"])
         #expect(registry.types(of: .identityProvider).isEmpty)
-        #expect(registry.catalogue == ["authenticator test.fixed: Always succeeds", "validator test.length: Refuses long input"])
+        #expect(
+            registry.catalogue == [
+                "authenticator test.fixed: Always succeeds", "validator test.length: Refuses long input",
+            ]
+        )
     }
 
     @Test("builds configured plugins and reports what it loaded")
     func loads() throws {
-        let registry = try PluginRegistry().registering(LengthValidatorPlugin.self).registering(FixedAuthenticatorPlugin.self)
+        let registry = try PluginRegistry().registering(LengthValidatorPlugin.self).registering(
+            FixedAuthenticatorPlugin.self
+        )
         let manifest = try Manifest(
             [
                 "validators": [["id": "short", "type": "test.length", "config": ["maxLength": 2]]],
@@ -46,14 +55,21 @@ struct PluginRegistryTests {
         #expect(loaded.validator(id: "short")?.validate("abc").code == "tooLong")
         #expect(loaded.validator(id: "short")?.validate("ab").isValid == true)
         #expect(loaded.validator(id: "missing") == nil)
-        #expect(loaded.authenticators.map(\.descriptor) == [AuthenticatorDescriptor(id: "always", type: "test.fixed", name: "Always")])
+        #expect(
+            loaded.authenticators.map(\.descriptor) == [
+                AuthenticatorDescriptor(id: "always", type: "test.fixed", name: "Always")
+            ]
+        )
         #expect(loaded.report == ["validator short (test.length)", "authenticator always (test.fixed)"])
         #expect(log.lines.contains { $0.contains("Loaded plugins") && $0.contains("validator short (test.length)") })
     }
 
     @Test("refuses an unknown type, listing the known types of that kind")
     func refusesUnknownType() throws {
-        let registry = try PluginRegistry(validators: [LengthValidatorPlugin.self], authenticators: [FixedAuthenticatorPlugin.self])
+        let registry = try PluginRegistry(
+            validators: [LengthValidatorPlugin.self],
+            authenticators: [FixedAuthenticatorPlugin.self]
+        )
         let manifest = try Manifest(["validators": [["id": "x", "type": "test.fixed"]]], source: "app.json")
         do {
             _ = try registry.load(manifest)
@@ -85,7 +101,10 @@ struct PluginRegistryTests {
             _ = try registry.load(manifest)
             Issue.record("a bad configuration was accepted")
         } catch {
-            #expect(error.description == #"app.yaml: validators[1] (id "bad"): config.maxLength: expected an integer, found "ten""#)
+            #expect(
+                error.description
+                    == #"app.yaml: validators[1] (id "bad"): config.maxLength: expected an integer, found "ten""#
+            )
             #expect(error.codeNumber == 10001)
         }
         #expect(LengthValidatorPlugin.built.withLock { $0 } == before)

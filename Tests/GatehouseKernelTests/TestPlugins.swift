@@ -8,7 +8,12 @@ enum LengthValidatorPlugin: ValidatorPlugin {
         var maxLength: Int
         private enum CodingKeys: String, CodingKey { case maxLength }
         init(from decoder: any Decoder) throws {
-            maxLength = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .maxLength, default: 3, in: 1...100)
+            maxLength = try decoder.container(keyedBy: CodingKeys.self).decode(
+                Int.self,
+                forKey: .maxLength,
+                default: 3,
+                in: 1...100
+            )
         }
     }
 

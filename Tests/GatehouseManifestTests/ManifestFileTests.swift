@@ -54,7 +54,10 @@ struct ManifestFileTests {
                   maxLength: ten
             """
         )
-        #expect(loadProblem(path) == #"\#(path): validators[1] (id "alias"): config.maxLength: expected an integer, found "ten""#)
+        #expect(
+            loadProblem(path)
+                == #"\#(path): validators[1] (id "alias"): config.maxLength: expected an integer, found "ten""#
+        )
     }
 
     @Test(
@@ -149,7 +152,10 @@ struct ManifestFileTests {
         let samples = ["", "jane@example.com", "J", "Jo", "1234", "123456", "904017", "847291", "12a456", "1111111111"]
         for id in ["email", "alias", "activationPin", "pin"] {
             for sample in samples {
-                #expect(fromYAML.validator(id: id)?.validate(sample) == fromJSON.validator(id: id)?.validate(sample), "\(id) \(sample)")
+                #expect(
+                    fromYAML.validator(id: id)?.validate(sample) == fromJSON.validator(id: id)?.validate(sample),
+                    "\(id) \(sample)"
+                )
             }
         }
         #expect(fromYAML.validator(id: "pin")?.validate("904017").codes == ["blacklisted"])
@@ -159,7 +165,9 @@ struct ManifestFileTests {
     func yamlScalars() throws {
         let value = try YAMLManifestFormat().parse(Data("a: 10\nb: \"10\"\nc: true\nd: ~\ne: 1.5\nf: [x, 2]\n".utf8))
         #expect(value == ["a": 10, "b": "10", "c": true, "d": .null, "e": 1.5, "f": ["x", 2]])
-        let json = try JSONManifestFormat().parse(Data(#"{"a": 10, "b": "10", "c": true, "d": null, "e": 1.5, "f": ["x", 2]}"#.utf8))
+        let json = try JSONManifestFormat().parse(
+            Data(#"{"a": 10, "b": "10", "c": true, "d": null, "e": 1.5, "f": ["x", 2]}"#.utf8)
+        )
         #expect(json == value)
     }
 
@@ -184,10 +192,15 @@ struct JSONParserTests {
     @Test("parses every JSON value kind")
     func values() throws {
         let value = try JSONManifestFormat().parse(
-            Data(#"{"s": "a\"b\\c\u00e9\ud83d\ude00\n", "i": -12, "d": 1.5e2, "z": 0, "t": true, "f": false, "n": null, "l": [], "o": {}}"#.utf8)
+            Data(
+                #"{"s": "a\"b\\c\u00e9\ud83d\ude00\n", "i": -12, "d": 1.5e2, "z": 0, "t": true, "f": false, "n": null, "l": [], "o": {}}"#
+                    .utf8
+            )
         )
         #expect(
-            value == ["s": "a\"b\\cé😀\n", "i": -12, "d": 150.0, "z": 0, "t": true, "f": false, "n": .null, "l": [], "o": [:]]
+            value == [
+                "s": "a\"b\\cé😀\n", "i": -12, "d": 150.0, "z": 0, "t": true, "f": false, "n": .null, "l": [], "o": [:],
+            ]
         )
         #expect(try JSONManifestFormat().parse(Data("  \n".utf8)) == .null)
     }

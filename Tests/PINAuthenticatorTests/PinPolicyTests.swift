@@ -115,7 +115,10 @@ struct PinPolicyTests {
             (["blacklist": ["12a456"]], #"config.blacklist[0]: expected a PIN of 6 digits, found "12a456""#),
             (["blacklist": "123456"], #"config.blacklist: expected a list, found "123456""#),
             (["sequencesAllowed": "no"], #"config.sequencesAllowed: expected true or false, found "no""#),
-            (["maxSimilar": 2], "config.maxSimilar: unknown key; expected one of: blacklist, blocksCommonPins, length, maxSimilarDigits, sequencesAllowed"),
+            (
+                ["maxSimilar": 2],
+                "config.maxSimilar: unknown key; expected one of: blacklist, blocksCommonPins, length, maxSimilarDigits, sequencesAllowed"
+            ),
         ] as [([String: ConfigValue], String)]
     )
     func refusesBadPolicy(config: [String: ConfigValue], expected: String) {

@@ -64,7 +64,8 @@ struct EmailValidatorTests {
     @Test(
         "refuses what is not an address",
         arguments: [
-            "jane", "jane@", "@example.com", "jane@example", "jane@@example.com", "jane@exa mple.com", " jane@example.com",
+            "jane", "jane@", "@example.com", "jane@example", "jane@@example.com", "jane@exa mple.com",
+            " jane@example.com",
             "jane@example.com ", "jane..doe@example.com", ".jane@example.com", "jane.@example.com", "jane@-example.com",
             "jane@example-.com", "jane@example..com", "jane@example.com.", "jane@example.123", "jane@[192.0.2.1]",
             "\"jane doe\"@example.com", "jane@exa_mple.com", "jane\u{0}@example.com", "ja(ne)@example.com",
@@ -144,12 +145,21 @@ struct RegistrationInformationTests {
 
     @Test("a new accepted value clears the manager's verdict on the old one")
     func clearsServerError() {
-        var email = RegistrationInformation(validator: EmailValidator(), isRequired: true, value: "taken@example.com", error: .notAvailable)
+        var email = RegistrationInformation(
+            validator: EmailValidator(),
+            isRequired: true,
+            value: "taken@example.com",
+            error: .notAvailable
+        )
         #expect(email.error == .notAvailable)
         #expect(email.setValue(value: "bad") == .invalid)
         #expect(email.error == .notAvailable)
         #expect(email.setValue(value: "free@example.com") == .valid)
         #expect(email.error == RegistrationInformation<EmailValidator>.ErrorCode.none)
-        #expect(RegistrationInformation<EmailValidator>.ErrorCode.allCases.map(\.rawValue) == ["none", "invalid", "notAvailable", "required"])
+        #expect(
+            RegistrationInformation<EmailValidator>.ErrorCode.allCases.map(\.rawValue) == [
+                "none", "invalid", "notAvailable", "required",
+            ]
+        )
     }
 }

@@ -24,7 +24,10 @@ struct PluginConfigurationTests {
 
     @Test("take their limits from the manifest")
     func configured() throws {
-        let alias = try PluginHarness.validator(XignInAliasValidatorPlugin.self, config: ["minLength": 4, "maxLength": 6])
+        let alias = try PluginHarness.validator(
+            XignInAliasValidatorPlugin.self,
+            config: ["minLength": 4, "maxLength": 6]
+        )
         #expect(alias.validate("abc").code == "tooShort")
         #expect(alias.validate("abcdefg").code == "tooLong")
         let pin = try PluginHarness.validator(XignInPinValidatorPlugin.self, config: ["minLength": 6, "maxLength": 6])
@@ -38,10 +41,16 @@ struct PluginConfigurationTests {
         arguments: [
             ("alias", ["maxLength": "ten"], #"config.maxLength: expected an integer, found "ten""#),
             ("alias", ["minLength": 0], "config.minLength: expected a value from 1 to 256, found 0"),
-            ("alias", ["minLength": 8, "maxLength": 4], "config.maxLength: must not be less than minLength (8), found 4"),
+            (
+                "alias", ["minLength": 8, "maxLength": 4],
+                "config.maxLength: must not be less than minLength (8), found 4"
+            ),
             ("alias", ["maxlength": 4], "config.maxlength: unknown key; expected one of: maxLength, minLength"),
             ("pin", ["minLength": 65], "config.minLength: expected a value from 1 to 64, found 65"),
-            ("pin", ["minLength": 6, "maxLength": 5], "config.maxLength: must not be less than minLength (6), found 5"),
+            (
+                "pin", ["minLength": 6, "maxLength": 5],
+                "config.maxLength: must not be less than minLength (6), found 5"
+            ),
             ("email", ["maxLength": 500], "config.maxLength: expected a value from 6 to 254, found 500"),
             ("email", ["strict": true], "config.strict: unknown key; expected one of: maxLength"),
         ] as [(String, [String: ConfigValue], String)]

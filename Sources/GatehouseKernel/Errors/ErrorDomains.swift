@@ -36,21 +36,27 @@ extension GatehouseError.Code where Domain == GenericDomain {
         Self(
             9002,
             name: "deviceDeregistered",
-            defaultMessage: "This device's registration was removed from the server; all local data was removed. Register again."
+            defaultMessage:
+                "This device's registration was removed from the server; all local data was removed. Register again."
         )
     }
     public static var userDeregistered: Self {
         Self(
             9003,
             name: "userDeregistered",
-            defaultMessage: "The user was deregistered (for example after too many wrong PINs); the profile's local data was removed."
+            defaultMessage:
+                "The user was deregistered (for example after too many wrong PINs); the profile's local data was removed."
         )
     }
     public static var actionCancelled: Self {
         Self(9006, name: "actionCancelled", defaultMessage: "The action was cancelled.")
     }
     public static var actionAlreadyInProgress: Self {
-        Self(9007, name: "actionAlreadyInProgress", defaultMessage: "Another action is in progress; wait for it to finish.")
+        Self(
+            9007,
+            name: "actionAlreadyInProgress",
+            defaultMessage: "Another action is in progress; wait for it to finish."
+        )
     }
     public static var dataStorageNotAvailable: Self {
         Self(9024, name: "dataStorageNotAvailable", defaultMessage: "The local data storage is not available.")
@@ -101,7 +107,11 @@ extension GatehouseError.Code where Domain == AuthenticationDomain {
         Self(9015, name: "authenticatorInvalid", defaultMessage: "The authenticator is not valid for this user.")
     }
     public static var authenticatorDeregistered: Self {
-        Self(9022, name: "authenticatorDeregistered", defaultMessage: "The authenticator was deregistered; use the PIN.")
+        Self(
+            9022,
+            name: "authenticatorDeregistered",
+            defaultMessage: "The authenticator was deregistered; use the PIN."
+        )
     }
     public static var customAuthenticatorFailure: Self {
         Self(9027, name: "customAuthenticatorFailure", defaultMessage: "The custom authenticator refused the user.")
@@ -110,31 +120,59 @@ extension GatehouseError.Code where Domain == AuthenticationDomain {
         Self(9030, name: "biometricAuthenticatorFailure", defaultMessage: "Biometric authentication failed.")
     }
     public static var authenticatorNotRegistered: Self {
-        Self(10007, name: "authenticatorNotRegistered", defaultMessage: "The authenticator is not registered for this user.")
+        Self(
+            10007,
+            name: "authenticatorNotRegistered",
+            defaultMessage: "The authenticator is not registered for this user."
+        )
     }
     public static var customAuthenticationDisabled: Self {
-        Self(10017, name: "customAuthenticationDisabled", defaultMessage: "Custom authenticators are disabled on the server.")
+        Self(
+            10017,
+            name: "customAuthenticationDisabled",
+            defaultMessage: "Custom authenticators are disabled on the server."
+        )
     }
     public static var noApplicableAuthenticator: Self {
-        Self(10026, name: "noApplicableAuthenticator", defaultMessage: "No configured authenticator can handle this request.")
+        Self(
+            10026,
+            name: "noApplicableAuthenticator",
+            defaultMessage: "No configured authenticator can handle this request."
+        )
     }
 }
 
 extension GatehouseError.Code where Domain == RegistrationDomain {
     public static var deviceRegistrationFailure: Self {
-        Self(9008, name: "deviceRegistrationFailure", defaultMessage: "The device could not be registered with the server.")
+        Self(
+            9008,
+            name: "deviceRegistrationFailure",
+            defaultMessage: "The device could not be registered with the server."
+        )
     }
     public static var invalidState: Self {
-        Self(10002, name: "invalidState", defaultMessage: "The registration state did not match; possible security issue.")
+        Self(
+            10002,
+            name: "invalidState",
+            defaultMessage: "The registration state did not match; possible security issue."
+        )
     }
     public static var invalidIdentityProvider: Self {
-        Self(10020, name: "invalidIdentityProvider", defaultMessage: "The identity provider does not exist or is disabled.")
+        Self(
+            10020,
+            name: "invalidIdentityProvider",
+            defaultMessage: "The identity provider does not exist or is disabled."
+        )
     }
     public static var customRegistrationExpired: Self {
         Self(10021, name: "customRegistrationExpired", defaultMessage: "The registration expired; start again.")
     }
     public static var customRegistrationFailure: Self {
-        Self(10022, name: "customRegistrationFailure", defaultMessage: "The custom registration was refused; see its custom info.")
+        Self(
+            10022,
+            name: "customRegistrationFailure",
+            defaultMessage: "The custom registration was refused; see its custom info."
+        )
     }
     public static var externalIdentityProviderFailure: Self {
         Self(10025, name: "externalIdentityProviderFailure", defaultMessage: "The external identity provider failed.")
@@ -146,7 +184,8 @@ extension GatehouseError.Code where Domain == DeregistrationDomain {
         Self(
             10003,
             name: "localDeregistration",
-            defaultMessage: "The profile was removed from this device, but the server could not be told; its tokens expire on their own."
+            defaultMessage:
+                "The profile was removed from this device, but the server could not be told; its tokens expire on their own."
         )
     }
 }
@@ -162,7 +201,11 @@ extension GatehouseError.Code where Domain == MobileAuthRequestDomain {
         Self(9010, name: "userNotAuthenticated", defaultMessage: "No user is authenticated.")
     }
     public static var userDisenrolled: Self {
-        Self(9020, name: "userDisenrolled", defaultMessage: "The user was disenrolled for security reasons; enroll again.")
+        Self(
+            9020,
+            name: "userDisenrolled",
+            defaultMessage: "The user was disenrolled for security reasons; enroll again."
+        )
     }
     public static var notEnrolled: Self {
         Self(9021, name: "notEnrolled", defaultMessage: "The user is not enrolled for mobile authentication.")

@@ -122,7 +122,12 @@ public struct BrowserRegistrationChallenge: Sendable {
     public var redirectURI: URL
     public var error: (any DomainError)?
 
-    public init(identityProvider: IdentityProviderDescriptor, url: URL, redirectURI: URL, error: (any DomainError)? = nil) {
+    public init(
+        identityProvider: IdentityProviderDescriptor,
+        url: URL,
+        redirectURI: URL,
+        error: (any DomainError)? = nil
+    ) {
         self.identityProvider = identityProvider
         self.url = url
         self.redirectURI = redirectURI

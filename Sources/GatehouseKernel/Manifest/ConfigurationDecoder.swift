@@ -112,7 +112,8 @@ private final class KeyUsageTracker {
             let expected = object.used.sorted().joined(separator: ", ")
             return ConfigurationError(
                 path: path,
-                problem: expected.isEmpty ? "unknown key; no keys are allowed here" : "unknown key; expected one of: \(expected)"
+                problem: expected.isEmpty
+                    ? "unknown key; no keys are allowed here" : "unknown key; expected one of: \(expected)"
             )
         }
         return nil
@@ -165,7 +166,10 @@ private struct TreeDecoder: Decoder {
 private func mismatch(expected: String, path: [any CodingKey], found: ConfigValue) -> DecodingError {
     DecodingError.typeMismatch(
         Any.self,
-        DecodingError.Context(codingPath: path, debugDescription: "expected \(expected), found \(found.renderedForMessage)")
+        DecodingError.Context(
+            codingPath: path,
+            debugDescription: "expected \(expected), found \(found.renderedForMessage)"
+        )
     )
 }
 
@@ -194,7 +198,10 @@ private func decodeValue<T: Decodable>(
         return try T(from: TreeDecoder(value: value, codingPath: path, tracker: tracker))
     }
     guard let typed = scalar as? T else {
-        throw DecodingError.typeMismatch(T.self, DecodingError.Context(codingPath: path, debugDescription: "unsupported type \(T.self)"))
+        throw DecodingError.typeMismatch(
+            T.self,
+            DecodingError.Context(codingPath: path, debugDescription: "unsupported type \(T.self)")
+        )
     }
     return typed
 }
@@ -207,7 +214,11 @@ private func decodeFloatingPoint(from value: ConfigValue, path: [any CodingKey])
     }
 }
 
-private func decodeInteger<I: FixedWidthInteger>(_ type: I.Type, from value: ConfigValue, path: [any CodingKey]) throws -> I {
+private func decodeInteger<I: FixedWidthInteger>(
+    _ type: I.Type,
+    from value: ConfigValue,
+    path: [any CodingKey]
+) throws -> I {
     guard case .integer(let integer) = value else { throw mismatch(expected: "an integer", path: path, found: value) }
     guard let exact = I(exactly: integer) else {
         throw DecodingError.dataCorrupted(
@@ -254,7 +265,10 @@ private struct KeyedTreeContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
         if value == .null {
             throw DecodingError.valueNotFound(
                 type,
-                DecodingError.Context(codingPath: codingPath + [key], debugDescription: "a value is required, found null")
+                DecodingError.Context(
+                    codingPath: codingPath + [key],
+                    debugDescription: "a value is required, found null"
+                )
             )
         }
         return try decodeValue(type, from: value, path: codingPath + [key], tracker: tracker)
@@ -264,7 +278,9 @@ private struct KeyedTreeContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
         keyedBy type: NestedKey.Type,
         forKey key: Key
     ) throws -> KeyedDecodingContainer<NestedKey> {
-        try TreeDecoder(value: value(for: key), codingPath: codingPath + [key], tracker: tracker).container(keyedBy: type)
+        try TreeDecoder(value: value(for: key), codingPath: codingPath + [key], tracker: tracker).container(
+            keyedBy: type
+        )
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
@@ -317,7 +333,9 @@ private struct UnkeyedTreeContainer: UnkeyedDecodingContainer {
         return try decodeValue(type, from: value, path: path, tracker: tracker)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws -> KeyedDecodingContainer<NestedKey> {
         let (value, path) = try next()
         return try TreeDecoder(value: value, codingPath: path, tracker: tracker).container(keyedBy: type)
     }

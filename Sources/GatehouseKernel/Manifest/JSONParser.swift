@@ -157,7 +157,9 @@ struct JSONParser {
     private mutating func parseHex4() throws(ManifestSyntaxError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let byte = peek(), let digit = Self.hexValue(byte) else { throw error("expected four hex digits after \\u") }
+            guard let byte = peek(), let digit = Self.hexValue(byte) else {
+                throw error("expected four hex digits after \\u")
+            }
             value = value * 16 + digit
             position += 1
         }
@@ -199,13 +201,17 @@ struct JSONParser {
         }
         let text = String(decoding: bytes[start..<position], as: UTF8.self)
         if isInteger, let integer = Int(text) { return .integer(integer) }
-        guard let number = Double(text), number.isFinite else { throw error("the number \(text) is out of range", at: start) }
+        guard let number = Double(text), number.isFinite else {
+            throw error("the number \(text) is out of range", at: start)
+        }
         return .number(number)
     }
 
-    private mutating func parseLiteral(_ word: String, _ value: ConfigValue) throws(ManifestSyntaxError) -> ConfigValue {
+    private mutating func parseLiteral(_ word: String, _ value: ConfigValue) throws(ManifestSyntaxError) -> ConfigValue
+    {
         let expected = Array(word.utf8)
-        guard bytes.count - position >= expected.count, Array(bytes[position..<position + expected.count]) == expected else {
+        guard bytes.count - position >= expected.count, Array(bytes[position..<position + expected.count]) == expected
+        else {
             throw error("expected a value, found \(describe(bytes[position]))")
         }
         position += expected.count
@@ -232,7 +238,9 @@ struct JSONParser {
     private static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
 
     private func describe(_ byte: UInt8) -> String {
-        (0x21..<0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+        (0x21..<0x7F).contains(byte)
+            ? "'\(Character(Unicode.Scalar(byte)))'"
+            : "byte 0x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
     }
 
     /// An error at `offset` (by default the current position), with its line and column.

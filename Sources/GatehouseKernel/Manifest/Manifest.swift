@@ -52,7 +52,8 @@ public struct Manifest: Sendable, Hashable {
             if value == .null { throw ManifestError(source: source, problem: Self.emptyProblem(allowed)) }
             throw ManifestError(
                 source: source,
-                problem: "expected an object with the sections \(allowed.joined(separator: ", ")); found \(value.renderedForMessage)"
+                problem:
+                    "expected an object with the sections \(allowed.joined(separator: ", ")); found \(value.renderedForMessage)"
             )
         }
         if top.isEmpty { throw ManifestError(source: source, problem: Self.emptyProblem(allowed)) }
@@ -116,13 +117,19 @@ public struct Manifest: Sendable, Hashable {
 
     private static let entryKeys = ["config", "id", "name", "type"]
 
-    private static func entry(_ item: ConfigValue, kind: PluginKind, index: Int, source: String) throws(ManifestError) -> Entry {
+    private static func entry(
+        _ item: ConfigValue,
+        kind: PluginKind,
+        index: Int,
+        source: String
+    ) throws(ManifestError) -> Entry {
         let position = "\(kind.manifestSection)[\(index)]"
         guard case .object(let fields) = item else {
             throw ManifestError(
                 source: source,
                 entry: position,
-                problem: "expected an object with the keys \(entryKeys.joined(separator: ", ")), found \(item.renderedForMessage)"
+                problem:
+                    "expected an object with the keys \(entryKeys.joined(separator: ", ")), found \(item.renderedForMessage)"
             )
         }
         guard let idValue = fields["id"] else {
@@ -201,7 +208,9 @@ public struct Manifest: Sendable, Hashable {
     private static func isValidID(_ id: String) -> Bool {
         guard (1...64).contains(id.utf8.count) else { return false }
         return id.unicodeScalars.allSatisfy { scalar in
-            scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "._-".unicodeScalars.contains(scalar))
+            scalar.isASCII
+                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                    || "._-".unicodeScalars.contains(scalar))
         }
     }
 }

@@ -61,7 +61,8 @@ public struct ManifestLoader: Sendable {
         if isDirectory.boolValue {
             throw ManifestError(source: path, problem: "cannot read the manifest: it is a directory")
         }
-        guard FileManager.default.isReadableFile(atPath: path), let data = FileManager.default.contents(atPath: path) else {
+        guard FileManager.default.isReadableFile(atPath: path), let data = FileManager.default.contents(atPath: path)
+        else {
             throw ManifestError(source: path, problem: "cannot read the manifest: permission denied")
         }
         return data

@@ -33,7 +33,10 @@ public protocol AuthenticatorPlugin: Plugin {
 /// A plugin that makes both halves of an identity provider.
 public protocol IdentityProviderPlugin: Plugin {
     /// The client half, used by the SDK on the device.
-    static func makeIdentityProvider(configuration: Configuration, context: PluginContext) throws -> any IdentityProvider
+    static func makeIdentityProvider(
+        configuration: Configuration,
+        context: PluginContext
+    ) throws -> any IdentityProvider
     /// The server half, used by the token server.
     static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
 }

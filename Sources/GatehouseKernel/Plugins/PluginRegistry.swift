@@ -25,27 +25,33 @@ public struct PluginRegistry: Sendable {
     }
 
     public mutating func register<P: ValidatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
-        try add(Registration(kind: .validator, plugin: plugin) { configuration, context in
-            .validator(try P.makeValidator(configuration: configuration, context: context))
-        })
+        try add(
+            Registration(kind: .validator, plugin: plugin) { configuration, context in
+                .validator(try P.makeValidator(configuration: configuration, context: context))
+            }
+        )
     }
 
     public mutating func register<P: AuthenticatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
-        try add(Registration(kind: .authenticator, plugin: plugin) { configuration, context in
-            .authenticator(
-                try P.makeAuthenticator(configuration: configuration, context: context),
-                try P.makeVerifier(configuration: configuration, context: context)
-            )
-        })
+        try add(
+            Registration(kind: .authenticator, plugin: plugin) { configuration, context in
+                .authenticator(
+                    try P.makeAuthenticator(configuration: configuration, context: context),
+                    try P.makeVerifier(configuration: configuration, context: context)
+                )
+            }
+        )
     }
 
     public mutating func register<P: IdentityProviderPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
-        try add(Registration(kind: .identityProvider, plugin: plugin) { configuration, context in
-            .identityProvider(
-                try P.makeIdentityProvider(configuration: configuration, context: context),
-                try P.makeHost(configuration: configuration, context: context)
-            )
-        })
+        try add(
+            Registration(kind: .identityProvider, plugin: plugin) { configuration, context in
+                .identityProvider(
+                    try P.makeIdentityProvider(configuration: configuration, context: context),
+                    try P.makeHost(configuration: configuration, context: context)
+                )
+            }
+        )
     }
 
     /// This registry with `plugin` added, for chaining.
@@ -81,7 +87,10 @@ public struct PluginRegistry: Sendable {
 
     /// Checks every entry of `manifest` and builds its plugins. Nothing is built unless every
     /// entry is valid; the first problem is thrown as a ``ManifestError`` naming the entry.
-    public func load(_ manifest: Manifest, environment: PluginEnvironment = PluginEnvironment()) throws(ManifestError)
+    public func load(
+        _ manifest: Manifest,
+        environment: PluginEnvironment = PluginEnvironment()
+    ) throws(ManifestError)
         -> LoadedPlugins
     {
         // Check every entry's type and configuration before building anything.
@@ -93,7 +102,8 @@ public struct PluginRegistry: Sendable {
                     source: manifest.source,
                     entry: entry.location,
                     path: "type",
-                    problem: "unknown \(entry.kind) type \(quoted(entry.type.rawValue)); known types: \(known.isEmpty ? "none" : known)"
+                    problem:
+                        "unknown \(entry.kind) type \(quoted(entry.type.rawValue)); known types: \(known.isEmpty ? "none" : known)"
                 )
             }
             do {

@@ -8,7 +8,8 @@ public protocol Validator<Input>: Sendable {
 }
 
 /// The short, stable name of a validation result, such as `"valid"`, `"tooShort"` or `"blacklisted"`.
-public struct ValidationCode: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+public struct ValidationCode: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible
+{
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.rawValue = value }
