@@ -14,8 +14,13 @@ public enum PluginHarness {
         config: [String: ConfigValue] = [:],
         environment: PluginEnvironment = .testing()
     ) throws -> any Validator<String> {
-        let registry = try PluginRegistry().registering(plugin)
-        let loaded = try registry.load(manifest(.validator, P.typeIdentifier, config), environment: environment)
+        let loaded = try load(
+            try PluginRegistry().registering(plugin),
+            .validator,
+            P.typeIdentifier,
+            config,
+            environment
+        )
         guard let validator = loaded.validator(id: "subject") else {
             throw ManifestError(source: "test", problem: "the registry did not build the validator")
         }
@@ -28,8 +33,13 @@ public enum PluginHarness {
         config: [String: ConfigValue] = [:],
         environment: PluginEnvironment = .testing()
     ) throws -> LoadedPlugins.LoadedAuthenticator {
-        let registry = try PluginRegistry().registering(plugin)
-        let loaded = try registry.load(manifest(.authenticator, P.typeIdentifier, config), environment: environment)
+        let loaded = try load(
+            try PluginRegistry().registering(plugin),
+            .authenticator,
+            P.typeIdentifier,
+            config,
+            environment
+        )
         guard let authenticator = loaded.authenticators.first else {
             throw ManifestError(source: "test", problem: "the registry did not build the authenticator")
         }
@@ -42,8 +52,13 @@ public enum PluginHarness {
         config: [String: ConfigValue] = [:],
         environment: PluginEnvironment = .testing()
     ) throws -> LoadedPlugins.LoadedIdentityProvider {
-        let registry = try PluginRegistry().registering(plugin)
-        let loaded = try registry.load(manifest(.identityProvider, P.typeIdentifier, config), environment: environment)
+        let loaded = try load(
+            try PluginRegistry().registering(plugin),
+            .identityProvider,
+            P.typeIdentifier,
+            config,
+            environment
+        )
         guard let identityProvider = loaded.identityProviders.first else {
             throw ManifestError(source: "test", problem: "the registry did not build the identity provider")
         }
@@ -61,18 +76,18 @@ public enum PluginHarness {
         }
     }
 
-    private static func manifest(
+    /// Loads a one-entry manifest (id `subject`) through `registry`, as a host would.
+    private static func load(
+        _ registry: PluginRegistry,
         _ kind: PluginKind,
         _ type: PluginTypeIdentifier,
-        _ config: [String: ConfigValue]
-    ) throws -> Manifest {
-        try Manifest(
-            .object([
-                kind.manifestSection: .list([
-                    .object(["id": .string("subject"), "type": .string(type.rawValue), "config": .object(config)])
-                ])
-            ]),
-            source: "test"
+        _ config: [String: ConfigValue],
+        _ environment: PluginEnvironment
+    ) throws -> LoadedPlugins {
+        let entry: ConfigValue = ["id": "subject", "type": .string(type.rawValue), "config": .object(config)]
+        return try registry.load(
+            try Manifest([kind.manifestSection: [entry]], source: "test"),
+            environment: environment
         )
     }
 }

@@ -88,7 +88,7 @@ enum FixedAuthenticatorPlugin: AuthenticatorPlugin {
     }
 
     static func makeAuthenticator(configuration: Configuration, context: PluginContext) -> any Authenticator {
-        Client(descriptor: context.authenticatorDescriptor)
+        Client(descriptor: context.descriptor)
     }
 
     static func makeVerifier(configuration: Configuration, context: PluginContext) -> any AuthenticatorVerifier {

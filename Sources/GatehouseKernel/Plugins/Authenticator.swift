@@ -1,22 +1,7 @@
 public import Foundation
 
-/// What an app sees of an authenticator: the manifest id, the plugin type and a display name.
-public struct AuthenticatorDescriptor: Hashable, Sendable, Codable, CustomStringConvertible {
-    /// The id of the manifest entry, unique in the manifest, e.g. `"pin"` or `"voice"`.
-    public var id: String
-    /// The plugin type, e.g. `"pin"` or `"biometric.simulated"`.
-    public var type: PluginTypeIdentifier
-    /// A name to show to people.
-    public var name: String
-
-    public init(id: String, type: PluginTypeIdentifier, name: String) {
-        self.id = id
-        self.type = type
-        self.name = name
-    }
-
-    public var description: String { "\(id) (\(type))" }
-}
+/// What an app sees of an authenticator.
+public typealias AuthenticatorDescriptor = PluginDescriptor
 
 /// The client half of an authenticator: asks the user through the app's responder and talks to
 /// its own server half (an ``AuthenticatorVerifier``) through a ``ServerConversation``.

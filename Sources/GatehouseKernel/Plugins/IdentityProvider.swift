@@ -1,22 +1,7 @@
 public import Foundation
 
 /// What an app sees of an identity provider.
-public struct IdentityProviderDescriptor: Hashable, Sendable, Codable, CustomStringConvertible {
-    /// The id of the manifest entry, e.g. `"employees"`.
-    public var id: String
-    /// The plugin type, e.g. `"idp.browser"` or `"idp.customAPI"`.
-    public var type: PluginTypeIdentifier
-    /// A name to show to people.
-    public var name: String
-
-    public init(id: String, type: PluginTypeIdentifier, name: String) {
-        self.id = id
-        self.type = type
-        self.name = name
-    }
-
-    public var description: String { "\(id) (\(type))" }
-}
+public typealias IdentityProviderDescriptor = PluginDescriptor
 
 /// The client half of an identity provider: runs the registration challenges of one provider
 /// type (open a browser, send custom data) and talks to its server half.

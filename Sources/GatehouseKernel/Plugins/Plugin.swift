@@ -75,13 +75,6 @@ public struct PluginContext: Sendable {
         self.clock = environment.clock
     }
 
-    /// How the app will see an authenticator made for this entry.
-    public var authenticatorDescriptor: AuthenticatorDescriptor {
-        AuthenticatorDescriptor(id: id, type: type, name: name)
-    }
-
-    /// How the app will see an identity provider made for this entry.
-    public var identityProviderDescriptor: IdentityProviderDescriptor {
-        IdentityProviderDescriptor(id: id, type: type, name: name)
-    }
+    /// How the app will see the authenticator or identity provider made for this entry.
+    public var descriptor: PluginDescriptor { PluginDescriptor(id: id, type: type, name: name) }
 }

@@ -38,3 +38,22 @@ public enum PluginKind: String, Sendable, CaseIterable, CustomStringConvertible 
         }
     }
 }
+
+/// What an app sees of a configured authenticator or identity provider: the manifest id, the
+/// plugin type and a display name.
+public struct PluginDescriptor: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The id of the manifest entry, unique in the manifest, e.g. `"pin"` or `"employees"`.
+    public var id: String
+    /// The plugin type, e.g. `"pin"` or `"idp.customAPI"`.
+    public var type: PluginTypeIdentifier
+    /// A name to show to people.
+    public var name: String
+
+    public init(id: String, type: PluginTypeIdentifier, name: String) {
+        self.id = id
+        self.type = type
+        self.name = name
+    }
+
+    public var description: String { "\(id) (\(type))" }
+}
