@@ -11,11 +11,21 @@ let package = Package(
         .library(name: "GatehouseTesting", targets: ["GatehouseTesting"]),
         .library(name: "PINAuthenticator", targets: ["PINAuthenticator"]),
         .library(name: "XignInValidators", targets: ["XignInValidators"]),
+        .library(name: "CustomAPIIdentityProvider", targets: ["CustomAPIIdentityProvider"]),
+        .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
+        .executable(name: "gatehouse", targets: ["gatehouse"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The kernel: protocols, registry, manifest schema, challenges, errors. Foundation and swift-log only.
@@ -28,10 +38,53 @@ let package = Package(
             name: "GatehouseYAML",
             dependencies: ["GatehouseKernel", .product(name: "Yams", package: "Yams")]
         ),
+        // Wire types and proofs shared by the client SDK and the token server.
+        .target(
+            name: "GatehouseProtocol",
+            dependencies: ["GatehouseKernel", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The token server as a library: HTTP through Hummingbird, state in SQLite through GRDB.
+        .target(
+            name: "GatehouseServer",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseYAML", "GatehousePlugins",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // The SDK an app embeds.
+        .target(
+            name: "GatehouseClient",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The command-line tool: serve, demo, and device commands.
+        .executableTarget(
+            name: "gatehouse",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseClient", "GatehouseYAML",
+                "GatehousePlugins", "CustomAPIIdentityProvider",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // Every built-in plugin in one registry value.
         .target(
             name: "GatehousePlugins",
-            dependencies: ["GatehouseKernel", "PINAuthenticator", "XignInValidators"]
+            dependencies: ["GatehouseKernel", "PINAuthenticator", "XignInValidators", "CustomAPIIdentityProvider"]
         ),
         .target(
             name: "GatehouseTesting",
@@ -43,8 +96,21 @@ let package = Package(
         ),
 
         // Plugins: each depends on the kernel only.
-        .target(name: "PINAuthenticator", dependencies: ["GatehouseKernel"], path: "Plugins/PINAuthenticator"),
+        .target(
+            name: "PINAuthenticator",
+            dependencies: [
+                "GatehouseKernel",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Plugins/PINAuthenticator"
+        ),
         .target(name: "XignInValidators", dependencies: ["GatehouseKernel"], path: "Plugins/XignInValidators"),
+        .target(
+            name: "CustomAPIIdentityProvider",
+            dependencies: ["GatehouseKernel"],
+            path: "Plugins/CustomAPIIdentityProvider"
+        ),
 
         // Examples.
         .target(

@@ -104,7 +104,7 @@ public struct PinPolicy: Sendable, Hashable {
     }
 }
 
-extension PinPolicy: Decodable {
+extension PinPolicy: Codable {
     private enum CodingKeys: String, CodingKey {
         case length, maxSimilarDigits, sequencesAllowed, blacklist, blocksCommonPins
     }
@@ -132,6 +132,15 @@ extension PinPolicy: Decodable {
             )
         }
         self.blacklist = entries
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(length, forKey: .length)
+        try container.encode(maxSimilarDigits, forKey: .maxSimilarDigits)
+        try container.encode(sequencesAllowed, forKey: .sequencesAllowed)
+        try container.encode(blacklist, forKey: .blacklist)
+        try container.encode(blocksCommonPins, forKey: .blocksCommonPins)
     }
 
     private struct ListIndex: CodingKey {

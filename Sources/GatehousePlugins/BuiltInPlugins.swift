@@ -1,3 +1,4 @@
+import CustomAPIIdentityProvider
 public import GatehouseKernel
 import PINAuthenticator
 import XignInValidators
@@ -7,7 +8,11 @@ extension PluginRegistry {
     /// Add your own with one line: `try registry.register(MyPlugin.self)`.
     public static var builtIn: PluginRegistry {
         get throws(PluginRegistryError) {
-            try PluginRegistry(validators: XignInValidators.plugins + [PinPolicyValidatorPlugin.self])
+            try PluginRegistry(
+                validators: XignInValidators.plugins + [PinPolicyValidatorPlugin.self],
+                authenticators: [PINAuthenticatorPlugin.self],
+                identityProviders: [CustomAPIIdentityProviderPlugin.self]
+            )
         }
     }
 }

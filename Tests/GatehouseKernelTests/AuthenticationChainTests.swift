@@ -67,9 +67,9 @@ struct AuthenticationChainTests {
         }
     }
 
-    @Test("passes a challenge on, with whether it reserves an attempt")
+    @Test("passes a challenge on")
     func passesChallenge() async {
-        let challenge = AuthenticatorChallenge(payload: Data([1]), session: Data([2]), reservesAttempt: true)
+        let challenge = AuthenticatorChallenge(payload: Data([1]), session: Data([2]))
         let decision = await AuthenticationChain([FixedVerifier("pin", .outcome(.challenge(challenge)))]).verify(
             request
         )

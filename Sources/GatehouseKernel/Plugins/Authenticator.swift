@@ -30,19 +30,23 @@ public struct AuthenticatorContext: Sendable {
     public var responder: any ChallengeResponder
     /// Failure counts known before the flow starts, for the first PIN challenge.
     public var failureCounts: FailureCounts?
+    /// Why the previous attempt in this flow was refused, to show with the next challenge.
+    public var previousError: (any DomainError)?
 
     public init(
         profile: UserProfile,
         storage: any KeyValueStore,
         server: ServerConversation,
         responder: any ChallengeResponder,
-        failureCounts: FailureCounts? = nil
+        failureCounts: FailureCounts? = nil,
+        previousError: (any DomainError)? = nil
     ) {
         self.profile = profile
         self.storage = storage
         self.server = server
         self.responder = responder
         self.failureCounts = failureCounts
+        self.previousError = previousError
     }
 }
 
@@ -83,8 +87,9 @@ public enum ServerReply: Sendable, Equatable {
 ///
 /// Server halves keep no state of their own between messages: what they need later they return
 /// as a challenge's `session`, and the server hands it back with the next message. Attempt
-/// counting is the kernel's, not the plugin's: a challenge that lets the client test a guess says
-/// so with `reservesAttempt`, and the server counts it the same way for every authenticator type.
+/// counting is the server's, not the plugin's: a challenge that lets the client test a guess says
+/// so with `reservesAttempt`, a failure says whether it counts, and the server keeps one counter
+/// per profile for every authenticator type alike.
 public protocol AuthenticatorVerifier: Sendable {
     var descriptor: AuthenticatorDescriptor { get }
 
@@ -161,11 +166,12 @@ public struct AuthenticatorChallenge: Sendable, Equatable {
     public var payload: Data
     /// Kept by the server and handed back with the next message; never sent to the client.
     public var session: Data
-    /// Whether answering this challenge lets the client test a guess (a PIN evaluation does): the
-    /// server then counts an attempt before it sends the challenge, and clears it on success.
+    /// Whether answering this challenge lets the client test a guess, as a PIN evaluation does.
+    /// The server then counts one attempt before it releases the challenge (refusing it when the
+    /// maximum is reached) and clears the count when the flow succeeds.
     public var reservesAttempt: Bool
 
-    public init(payload: Data, session: Data, reservesAttempt: Bool) {
+    public init(payload: Data, session: Data, reservesAttempt: Bool = false) {
         self.payload = payload
         self.session = session
         self.reservesAttempt = reservesAttempt

@@ -41,14 +41,26 @@ public protocol IdentityProviderPlugin: Plugin {
     static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
 }
 
-/// What a host hands every plugin: logging and time. Dependencies come in here, never from globals.
+/// What a host hands every plugin: logging, time, a place for CPU-heavy work, and named services.
+/// Dependencies come in here, never from globals.
 public struct PluginEnvironment: Sendable {
     public var logger: Logger
     public var clock: any WallClock
+    public var cpuWork: any CPUWorkExecutor
+    /// Services the host provides by name, for manifests to refer to (e.g. an in-process custom
+    /// registration API named by an identity provider's configuration).
+    public var services: [String: any Sendable]
 
-    public init(logger: Logger = Logger(label: "gatehouse"), clock: any WallClock = SystemWallClock()) {
+    public init(
+        logger: Logger = Logger(label: "gatehouse"),
+        clock: any WallClock = SystemWallClock(),
+        cpuWork: any CPUWorkExecutor = InlineCPUWorkExecutor(),
+        services: [String: any Sendable] = [:]
+    ) {
         self.logger = logger
         self.clock = clock
+        self.cpuWork = cpuWork
+        self.services = services
     }
 }
 
@@ -63,6 +75,8 @@ public struct PluginContext: Sendable {
     /// The host's logger, with the entry's id and type as metadata.
     public var logger: Logger
     public var clock: any WallClock
+    public var cpuWork: any CPUWorkExecutor
+    public var services: [String: any Sendable]
 
     public init(id: String, name: String? = nil, type: PluginTypeIdentifier, environment: PluginEnvironment) {
         self.id = id
@@ -73,6 +87,8 @@ public struct PluginContext: Sendable {
         logger[metadataKey: "plugin.type"] = "\(type)"
         self.logger = logger
         self.clock = environment.clock
+        self.cpuWork = environment.cpuWork
+        self.services = environment.services
     }
 
     /// How the app will see the authenticator or identity provider made for this entry.

@@ -26,7 +26,7 @@ public struct PluginRegistry: Sendable {
 
     public mutating func register<P: ValidatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
         try add(
-            Registration(kind: .validator, plugin: plugin) { configuration, context in
+            Registration(kind: .validator, plugin: plugin) { configuration, context, _ in
                 .validator(try P.makeValidator(configuration: configuration, context: context))
             }
         )
@@ -34,10 +34,10 @@ public struct PluginRegistry: Sendable {
 
     public mutating func register<P: AuthenticatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
         try add(
-            Registration(kind: .authenticator, plugin: plugin) { configuration, context in
+            Registration(kind: .authenticator, plugin: plugin) { configuration, context, sides in
                 .authenticator(
-                    try P.makeAuthenticator(configuration: configuration, context: context),
-                    try P.makeVerifier(configuration: configuration, context: context)
+                    sides.contains(.client) ? try P.makeAuthenticator(configuration: configuration, context: context) : nil,
+                    sides.contains(.server) ? try P.makeVerifier(configuration: configuration, context: context) : nil
                 )
             }
         )
@@ -45,10 +45,10 @@ public struct PluginRegistry: Sendable {
 
     public mutating func register<P: IdentityProviderPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
         try add(
-            Registration(kind: .identityProvider, plugin: plugin) { configuration, context in
+            Registration(kind: .identityProvider, plugin: plugin) { configuration, context, sides in
                 .identityProvider(
-                    try P.makeIdentityProvider(configuration: configuration, context: context),
-                    try P.makeHost(configuration: configuration, context: context)
+                    sides.contains(.client) ? try P.makeIdentityProvider(configuration: configuration, context: context) : nil,
+                    sides.contains(.server) ? try P.makeHost(configuration: configuration, context: context) : nil
                 )
             }
         )
@@ -87,9 +87,13 @@ public struct PluginRegistry: Sendable {
 
     /// Checks every entry of `manifest` and builds its plugins. Nothing is built unless every
     /// entry is valid; the first problem is thrown as a ``ManifestError`` naming the entry.
+    /// - Parameter sides: Which halves of authenticators and identity providers to build: an app
+    ///   needs the client halves, the token server the server halves. Configuration is checked
+    ///   either way.
     public func load(
         _ manifest: Manifest,
-        environment: PluginEnvironment = PluginEnvironment()
+        environment: PluginEnvironment = PluginEnvironment(),
+        sides: PluginSides = [.client, .server]
     ) throws(ManifestError)
         -> LoadedPlugins
     {
@@ -123,7 +127,14 @@ public struct PluginRegistry: Sendable {
             let context = PluginContext(id: entry.id, name: entry.name, type: entry.type, environment: environment)
             let instance: Instance
             do {
-                instance = try registration.make(configuration, context)
+                instance = try registration.make(configuration, context, sides)
+            } catch let error as ConfigurationError {
+                throw ManifestError(
+                    source: manifest.source,
+                    entry: entry.location,
+                    path: ConfigurationPathComponent.render([.key("config")] + error.path),
+                    problem: error.problem
+                )
             } catch {
                 throw ManifestError(
                     source: manifest.source,
@@ -156,8 +167,8 @@ public struct PluginRegistry: Sendable {
 
     enum Instance {
         case validator(any Validator<String>)
-        case authenticator(any Authenticator, any AuthenticatorVerifier)
-        case identityProvider(any IdentityProvider, any IdentityProviderHost)
+        case authenticator((any Authenticator)?, (any AuthenticatorVerifier)?)
+        case identityProvider((any IdentityProvider)?, (any IdentityProviderHost)?)
     }
 
     /// A registered type with its configuration decoding and instance making, type-erased.
@@ -167,12 +178,12 @@ public struct PluginRegistry: Sendable {
         let summary: String
         let implementation: String
         let decode: @Sendable (ConfigValue) throws(ConfigurationError) -> any Sendable
-        let make: @Sendable (any Sendable, PluginContext) throws -> Instance
+        let make: @Sendable (any Sendable, PluginContext, PluginSides) throws -> Instance
 
         init<P: Plugin>(
             kind: PluginKind,
             plugin: P.Type,
-            make: @escaping @Sendable (P.Configuration, PluginContext) throws -> Instance
+            make: @escaping @Sendable (P.Configuration, PluginContext, PluginSides) throws -> Instance
         ) {
             self.kind = kind
             self.type = P.typeIdentifier
@@ -181,14 +192,25 @@ public struct PluginRegistry: Sendable {
             self.decode = { (value: ConfigValue) throws(ConfigurationError) -> any Sendable in
                 try ConfigurationDecoder().decode(P.Configuration.self, from: value)
             }
-            self.make = { configuration, context in
+            self.make = { configuration, context, sides in
                 guard let typed = configuration as? P.Configuration else {
                     throw ConfigurationError(path: [], problem: "internal error: configuration of the wrong type")
                 }
-                return try make(typed, context)
+                return try make(typed, context, sides)
             }
         }
     }
+}
+
+/// Which halves of two-sided plugins to build.
+public struct PluginSides: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// The halves an app runs: `Authenticator`, `IdentityProvider`.
+    public static let client = PluginSides(rawValue: 1)
+    /// The halves the token server runs: `AuthenticatorVerifier`, `IdentityProviderHost`.
+    public static let server = PluginSides(rawValue: 2)
 }
 
 /// A plugin type could not be registered.
@@ -208,18 +230,22 @@ public struct LoadedPlugins: Sendable {
         public var validator: any Validator<String>
     }
 
-    /// Both halves of an authenticator.
+    /// The halves of an authenticator that were asked for.
     public struct LoadedAuthenticator: Sendable {
         public var descriptor: AuthenticatorDescriptor
-        public var authenticator: any Authenticator
-        public var verifier: any AuthenticatorVerifier
+        /// The client half; `nil` when loaded for the server only.
+        public var authenticator: (any Authenticator)?
+        /// The server half; `nil` when loaded for the client only.
+        public var verifier: (any AuthenticatorVerifier)?
     }
 
-    /// Both halves of an identity provider.
+    /// The halves of an identity provider that were asked for.
     public struct LoadedIdentityProvider: Sendable {
         public var descriptor: IdentityProviderDescriptor
-        public var identityProvider: any IdentityProvider
-        public var host: any IdentityProviderHost
+        /// The client half; `nil` when loaded for the server only.
+        public var identityProvider: (any IdentityProvider)?
+        /// The server half; `nil` when loaded for the client only.
+        public var host: (any IdentityProviderHost)?
     }
 
     public let source: String

@@ -1,0 +1,226 @@
+public import Foundation
+public import GatehouseKernel
+
+// Messages between the two halves: the client says which step it answers and with what data; the
+// server answers with the custom API's info, and whether the step may be tried again.
+
+struct CustomAPIMessage: Codable {
+    enum Step: String, Codable { case start, initialize, complete }
+    var step: Step
+    var data: String?
+}
+
+struct CustomAPIChallenge: Codable {
+    var twoStep: Bool
+    var info: CustomInfo?
+    /// The last step's data was refused and may be sent again (status 4000–4999).
+    var retry: Bool
+}
+
+struct CustomAPISession: Codable {
+    var initialized: Bool
+    var state: String?
+    var attempts: Int
+}
+
+/// The client half of a custom-API identity provider: asks the app for the data of each step
+/// (init, then finish; or finish only) and relays it; a refused finish is asked again with the
+/// API's info, as long as the API allows retries.
+public struct CustomAPIIdentityProvider: IdentityProvider {
+    public let descriptor: IdentityProviderDescriptor
+
+    public init(descriptor: IdentityProviderDescriptor) { self.descriptor = descriptor }
+
+    public func register(_ context: RegistrationContext) async throws -> RegistrationResult {
+        var reply = try await send(CustomAPIMessage(step: .start), context)
+        if reply.twoStep {
+            let answer = await context.responder.customRegistration(
+                CustomRegistrationChallenge(identityProvider: descriptor, step: .initialize, info: reply.info)
+            )
+            guard case .data(let data) = answer else { throw GenericError(.actionCancelled) }
+            reply = try await send(CustomAPIMessage(step: .initialize, data: data), context)
+        }
+        var previousError: (any DomainError)?
+        while true {
+            let answer = await context.responder.customRegistration(
+                CustomRegistrationChallenge(identityProvider: descriptor, step: .finish, info: reply.info, error: previousError)
+            )
+            guard case .data(let data) = answer else { throw GenericError(.actionCancelled) }
+            let message = try JSONEncoder().encode(CustomAPIMessage(step: .complete, data: data))
+            switch try await context.server.send(message) {
+            case .completed(_, let info):
+                return RegistrationResult(info: info)
+            case .challenge(let payload):
+                reply = try decode(payload)
+                previousError = RegistrationError(
+                    .customRegistrationFailure,
+                    message: "The registration data was refused; try again.",
+                    details: ErrorDetails(customInfo: reply.info),
+                    plugin: descriptor.type
+                )
+            }
+        }
+    }
+
+    private func send(_ message: CustomAPIMessage, _ context: RegistrationContext) async throws -> CustomAPIChallenge {
+        guard case .challenge(let payload) = try await context.server.send(try JSONEncoder().encode(message)) else {
+            throw GenericError(.requestInvalid, message: "The server ended the custom registration early.", plugin: descriptor.type)
+        }
+        return try decode(payload)
+    }
+
+    private func decode(_ payload: Data) throws -> CustomAPIChallenge {
+        do {
+            return try JSONDecoder().decode(CustomAPIChallenge.self, from: payload)
+        } catch {
+            throw GenericError(.requestInvalid, message: "The server's custom registration message is malformed.", plugin: descriptor.type)
+        }
+    }
+}
+
+/// The server half: calls the integrator's ``CustomRegistrationAPI`` and turns its statuses into
+/// outcomes: 2xxx continues (or, on completion, names the user), 4xxx lets the app try again,
+/// anything else ends the registration with `customRegistrationFailure` and the API's info.
+public struct CustomAPIIdentityProviderHost: IdentityProviderHost {
+    public let descriptor: IdentityProviderDescriptor
+    public let twoStep: Bool
+    public let maxAttempts: Int
+    public let api: any CustomRegistrationAPI
+
+    public init(descriptor: IdentityProviderDescriptor, twoStep: Bool, maxAttempts: Int, api: any CustomRegistrationAPI) {
+        self.descriptor = descriptor
+        self.twoStep = twoStep
+        self.maxAttempts = maxAttempts
+        self.api = api
+    }
+
+    public func handle(_ request: RegistrationStepRequest) async throws -> RegistrationOutcome {
+        let message: CustomAPIMessage
+        do {
+            message = try JSONDecoder().decode(CustomAPIMessage.self, from: request.message)
+        } catch {
+            throw GenericError(.requestInvalid, message: "Custom registration: the message is malformed.", plugin: descriptor.type)
+        }
+        var session = try request.session.map { try JSONDecoder().decode(CustomAPISession.self, from: $0) }
+            ?? CustomAPISession(initialized: false, state: nil, attempts: 0)
+        let call = { (data: String?) in
+            CustomRegistrationRequest(identityProvider: self.descriptor.id, data: data, state: session.state, scopes: request.scopes)
+        }
+        switch message.step {
+        case .start:
+            return try challenge(CustomAPIChallenge(twoStep: twoStep, info: nil, retry: false), session)
+        case .initialize:
+            guard twoStep, !session.initialized else { throw outOfOrder() }
+            let reply = try await api.initialize(call(message.data))
+            guard (2000..<3000).contains(reply.status) else { return failure(reply) }
+            session.initialized = true
+            session.state = reply.state
+            return try challenge(CustomAPIChallenge(twoStep: true, info: reply.info, retry: false), session)
+        case .complete:
+            guard !twoStep || session.initialized else { throw outOfOrder() }
+            let reply = try await api.complete(call(message.data))
+            session.attempts += 1
+            if (2000..<3000).contains(reply.status) {
+                guard let userID = reply.userID, !userID.isEmpty else {
+                    return .failure(
+                        RegistrationError(
+                            .externalIdentityProviderFailure,
+                            message: "The custom registration API accepted the user without naming them.",
+                            plugin: descriptor.type
+                        )
+                    )
+                }
+                return .registered(RegisteredIdentity(subject: userID, info: reply.info))
+            }
+            if (4000..<5000).contains(reply.status), session.attempts < maxAttempts {
+                session.state = reply.state ?? session.state
+                return try challenge(CustomAPIChallenge(twoStep: twoStep, info: reply.info, retry: true), session)
+            }
+            return failure(reply)
+        }
+    }
+
+    private func challenge(_ payload: CustomAPIChallenge, _ session: CustomAPISession) throws -> RegistrationOutcome {
+        .challenge(payload: try JSONEncoder().encode(payload), session: try JSONEncoder().encode(session))
+    }
+
+    private func failure(_ reply: CustomRegistrationReply) -> RegistrationOutcome {
+        .failure(
+            RegistrationError(
+                .customRegistrationFailure,
+                message: "The registration was refused (status \(reply.status)).",
+                details: ErrorDetails(customInfo: reply.info),
+                plugin: descriptor.type
+            )
+        )
+    }
+
+    private func outOfOrder() -> GenericError {
+        GenericError(.requestInvalid, message: "Custom registration: the step is out of order.", plugin: descriptor.type)
+    }
+}
+
+/// `idp.customAPI`: registration through the integrator's own API, one or two steps.
+///
+/// Configuration: `twoStep` (default false); exactly one of `handler` (the name of a
+/// ``CustomRegistrationAPI`` the host provides in its plugin environment's services) or `url`
+/// (an HTTP endpoint, see ``HTTPCustomRegistrationAPI``); `maxAttempts` (default 3, 1–10): how
+/// many times a retryable refusal of the finish step is asked again.
+public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
+    public struct Configuration: Decodable, Sendable {
+        public var twoStep: Bool
+        public var handler: String?
+        public var url: URL?
+        public var maxAttempts: Int
+
+        private enum CodingKeys: String, CodingKey { case twoStep, handler, url, maxAttempts }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            twoStep = try container.decode(Bool.self, forKey: .twoStep, default: false)
+            handler = try container.decodeIfPresent(String.self, forKey: .handler)
+            let urlText = try container.decodeIfPresent(String.self, forKey: .url)
+            maxAttempts = try container.decode(Int.self, forKey: .maxAttempts, default: 3, in: 1...10)
+            if let urlText {
+                guard let url = URL(string: urlText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                    throw container.invalid(.url, "expected an http or https URL, found \"\(urlText)\"")
+                }
+                self.url = url
+            } else {
+                url = nil
+            }
+            guard (handler == nil) != (url == nil) else {
+                throw container.invalid(.handler, "give exactly one of handler (an in-process API) or url (an HTTP API)")
+            }
+        }
+    }
+
+    public static let typeIdentifier: PluginTypeIdentifier = "idp.customAPI"
+    public static let summary = "Custom API registration, one or two steps, in-process or over HTTP"
+
+    public static func makeIdentityProvider(configuration: Configuration, context: PluginContext) -> any IdentityProvider {
+        CustomAPIIdentityProvider(descriptor: context.descriptor)
+    }
+
+    public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost {
+        let api: any CustomRegistrationAPI
+        if let url = configuration.url {
+            api = HTTPCustomRegistrationAPI(url: url)
+        } else if let name = configuration.handler, let handler = context.services[name] as? any CustomRegistrationAPI {
+            api = handler
+        } else {
+            let known = context.services.filter { $0.value is any CustomRegistrationAPI }.keys.sorted()
+            throw ConfigurationError(
+                path: [.key("handler")],
+                problem: "the host provides no custom registration API named \"\(configuration.handler ?? "")\""
+                    + (known.isEmpty ? "" : "; it provides: \(known.joined(separator: ", "))")
+            )
+        }
+        return CustomAPIIdentityProviderHost(
+            descriptor: context.descriptor,
+            twoStep: configuration.twoStep,
+            maxAttempts: configuration.maxAttempts,
+            api: api
+        )
+    }
+}

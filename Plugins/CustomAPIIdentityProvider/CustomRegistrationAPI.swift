@@ -1,0 +1,125 @@
+public import Foundation
+import GatehouseKernel
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The integrator's registration API behind a custom-API identity provider.
+///
+/// Two-step providers call ``initialize(_:)`` first (its reply's data reaches the app, e.g. "type
+/// the code we sent you"), then ``complete(_:)``; one-step providers call only ``complete(_:)``.
+/// Reply statuses follow the seed server's ranges: 2000–2999 success (``complete`` must then name
+/// the user), 4000–4999 the user may try again, 5000–5999 the registration is over.
+public protocol CustomRegistrationAPI: Sendable {
+    func initialize(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply
+    func complete(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply
+}
+
+/// One call to a custom registration API.
+public struct CustomRegistrationRequest: Codable, Sendable, Equatable {
+    /// The identity provider's manifest id.
+    public var identityProvider: String
+    /// What the app sent for this step.
+    public var data: String?
+    /// What ``CustomRegistrationReply/state`` said at the previous step; kept on the server.
+    public var state: String?
+    public var scopes: [String]
+
+    public init(identityProvider: String, data: String?, state: String?, scopes: [String]) {
+        self.identityProvider = identityProvider
+        self.data = data
+        self.state = state
+        self.scopes = scopes
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case identityProvider = "identity_provider"
+        case data, state, scopes
+    }
+}
+
+/// A custom registration API's answer.
+public struct CustomRegistrationReply: Codable, Sendable, Equatable {
+    public var status: Int
+    /// Shown to the app as the custom info's data.
+    public var data: String?
+    /// On a successful ``CustomRegistrationAPI/complete(_:)``: the user's stable id. Registering
+    /// the same id again on the same device reuses its profile.
+    public var userID: String?
+    /// Kept by the server (never sent to the app) and handed to the next call.
+    public var state: String?
+
+    public init(status: Int, data: String? = nil, userID: String? = nil, state: String? = nil) {
+        self.status = status
+        self.data = data
+        self.userID = userID
+        self.state = state
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case status, data
+        case userID = "user_id"
+        case state
+    }
+
+    var info: CustomInfo { CustomInfo(status: status, data: data) }
+}
+
+/// A custom registration API reached over HTTP: each step is a `POST` of a
+/// ``CustomRegistrationRequest`` as JSON with `"step": "init" | "complete"`, answered by a
+/// ``CustomRegistrationReply``.
+public struct HTTPCustomRegistrationAPI: CustomRegistrationAPI {
+    public let url: URL
+    public let timeout: TimeInterval
+
+    public init(url: URL, timeout: TimeInterval = 10) {
+        self.url = url
+        self.timeout = timeout
+    }
+
+    public func initialize(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
+        try await post(step: "init", request)
+    }
+
+    public func complete(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
+        try await post(step: "complete", request)
+    }
+
+    private struct Body: Encodable {
+        var step: String
+        var request: CustomRegistrationRequest
+
+        func encode(to encoder: any Encoder) throws {
+            try request.encode(to: encoder)
+            var container = encoder.container(keyedBy: StepKey.self)
+            try container.encode(step, forKey: .step)
+        }
+
+        enum StepKey: String, CodingKey { case step }
+    }
+
+    private func post(step: String, _ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
+        var urlRequest = URLRequest(url: url, timeoutInterval: timeout)
+        urlRequest.httpMethod = "POST"
+        urlRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        urlRequest.httpBody = try JSONEncoder().encode(Body(step: step, request: request))
+        let (data, response) = try await URLSession.shared.data(for: urlRequest)
+        guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {
+            throw RegistrationError(
+                .externalIdentityProviderFailure,
+                message: "The custom registration API at \(url) answered with an error.",
+                plugin: CustomAPIIdentityProviderPlugin.typeIdentifier
+            )
+        }
+        do {
+            return try JSONDecoder().decode(CustomRegistrationReply.self, from: data)
+        } catch {
+            throw RegistrationError(
+                .externalIdentityProviderFailure,
+                message: "The custom registration API at \(url) sent a malformed reply.",
+                plugin: CustomAPIIdentityProviderPlugin.typeIdentifier
+            )
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import GatehouseKernel
+
+// The PIN plugin's own messages between its two halves. The PIN itself never appears in them:
+// the client sends an OPRF-blinded element, the server returns the evaluation, and only the
+// client can unblind it.
+
+enum PINOperation: String, Codable {
+    /// Enrolment: ask for the policy and a fresh OPRF key's public key.
+    case policy
+    /// Evaluate a blinded PIN.
+    case evaluate
+    /// Enrolment: register the PIN-protected public key, signed.
+    case commit
+    /// Authentication: sign the server's nonce with the PIN-protected key.
+    case prove
+    /// Authentication: the PIN was wrong (the device key did not unwrap).
+    case abandon
+}
+
+struct PINMessage: Codable {
+    var op: PINOperation
+    var blinded: Data?
+    var publicKey: Data?
+    var signature: Data?
+    var policyDigest: String?
+}
+
+struct PINChallengePayload: Codable {
+    var policy: PinPolicy?
+    var policyDigest: String?
+    var oprfPublicKey: Data?
+    var evaluation: Data?
+    var nonce: Data?
+}
+
+/// What the server half keeps between two messages of one flow.
+struct PINSession: Codable {
+    var oprfKey: Data?
+    var nonce: Data
+}
+
+/// What the server keeps for an enrolled PIN: the per-user OPRF key and the public half of the
+/// PIN-protected signing key. Neither lets anyone test a PIN without the device.
+struct PINRegistration: Codable {
+    var oprfKey: Data
+    var pinPublicKey: Data
+}
+
+/// What the client keeps: the signing key sealed under the PIN-derived key, and the server's OPRF
+/// public key (to check the server's proofs).
+enum PINStorageKey {
+    static let wrappedSigningKey = "pin.wrappedSigningKey"
+    static let oprfPublicKey = "pin.oprfPublicKey"
+}
+
+enum PINCrypto {
+    static let version = "gatehouse-pin-v1"
+
+    /// What the PIN-protected key signs: purpose, profile and the server's single-use nonce.
+    static func signingInput(purpose: String, profile: UserProfile, nonce: Data) -> Data {
+        Data("\(version)|\(purpose)|\(profile.id)|".utf8) + nonce
+    }
+
+    /// The key that seals the device's PIN-protected signing key, from the OPRF output.
+    static func wrappingKey(oprfOutput: Data, profile: UserProfile) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: oprfOutput),
+            salt: Data(version.utf8),
+            info: Data("wrap|\(profile.id)".utf8),
+            outputByteCount: 32
+        )
+    }
+
+    static func policyDigest(_ policy: PinPolicy) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let data = (try? encoder.encode(policy)) ?? Data()
+        return Data(SHA256.hash(data: data)).base64EncodedString()
+    }
+
+    static func encode(_ value: some Encodable) throws -> Data { try JSONEncoder().encode(value) }
+    static func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws -> T { try JSONDecoder().decode(type, from: data) }
+}

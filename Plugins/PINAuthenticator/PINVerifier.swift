@@ -1,0 +1,190 @@
+import Crypto
+import Foundation
+public import GatehouseKernel
+import _CryptoExtras
+
+/// The server half of the PIN authenticator: holds each user's OPRF key and the public half of
+/// the device's PIN-protected key, evaluates blinded PINs and checks signatures over single-use
+/// nonces. It never sees a PIN. Attempts are counted by the server's kernel, not here.
+public struct PINVerifier: AuthenticatorVerifier {
+    public let descriptor: AuthenticatorDescriptor
+    public let policy: PinPolicy
+    private let cpuWork: any CPUWorkExecutor
+
+    public init(descriptor: AuthenticatorDescriptor, policy: PinPolicy, cpuWork: any CPUWorkExecutor) {
+        self.descriptor = descriptor
+        self.policy = policy
+        self.cpuWork = cpuWork
+    }
+
+    public func enroll(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
+        let message = try decode(request.message)
+        switch message.op {
+        case .policy:
+            let key = P384._VOPRF.PrivateKey()
+            let nonce = Data.randomBytes(32)
+            return .challenge(
+                AuthenticatorChallenge(
+                    payload: try PINCrypto.encode(
+                        PINChallengePayload(
+                            policy: policy,
+                            policyDigest: PINCrypto.policyDigest(policy),
+                            oprfPublicKey: key.publicKey.x963Representation,
+                            nonce: nonce
+                        )
+                    ),
+                    session: try PINCrypto.encode(PINSession(oprfKey: key.rawRepresentation, nonce: nonce))
+                )
+            )
+        case .evaluate:
+            let session = try decodeSession(request.session)
+            guard let keyBytes = session.oprfKey else { throw invalid("evaluate before policy") }
+            let evaluation = try await evaluate(message.blinded, keyBytes: keyBytes)
+            return .challenge(
+                AuthenticatorChallenge(
+                    payload: try PINCrypto.encode(PINChallengePayload(evaluation: evaluation)),
+                    session: try PINCrypto.encode(session)
+                )
+            )
+        case .commit:
+            let session = try decodeSession(request.session)
+            guard let keyBytes = session.oprfKey, let publicKeyBytes = message.publicKey, let signatureBytes = message.signature
+            else { throw invalid("commit without a key or signature") }
+            guard message.policyDigest == PINCrypto.policyDigest(policy) else {
+                return .failure(
+                    AuthenticationFailure(
+                        AuthenticationError(
+                            .authenticatorInvalid,
+                            message: "The PIN policy changed while the PIN was chosen; choose it again.",
+                            plugin: descriptor.type
+                        ),
+                        countsAsAttempt: false
+                    )
+                )
+            }
+            guard let publicKey = try? P256.Signing.PublicKey(x963Representation: publicKeyBytes),
+                let signature = try? P256.Signing.ECDSASignature(derRepresentation: signatureBytes),
+                publicKey.isValidSignature(
+                    signature,
+                    for: PINCrypto.signingInput(purpose: "enrol", profile: request.profile, nonce: session.nonce)
+                )
+            else { throw invalid("the enrolment signature is not valid") }
+            return .success(
+                AuthenticationSuccess(
+                    registration: try PINCrypto.encode(PINRegistration(oprfKey: keyBytes, pinPublicKey: publicKeyBytes))
+                )
+            )
+        case .prove, .abandon:
+            throw invalid("\(message.op.rawValue) during enrolment")
+        }
+    }
+
+    public func verify(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
+        guard let stored = request.registration,
+            let registration = try? PINCrypto.decode(PINRegistration.self, stored)
+        else {
+            return .failure(
+                AuthenticationFailure(AuthenticationError(.authenticatorNotRegistered, plugin: descriptor.type), countsAsAttempt: false)
+            )
+        }
+        let message = try decode(request.message)
+        switch message.op {
+        case .evaluate:
+            let evaluation = try await evaluate(message.blinded, keyBytes: registration.oprfKey)
+            let nonce = Data.randomBytes(32)
+            return .challenge(
+                AuthenticatorChallenge(
+                    payload: try PINCrypto.encode(PINChallengePayload(evaluation: evaluation, nonce: nonce)),
+                    session: try PINCrypto.encode(PINSession(nonce: nonce)),
+                    reservesAttempt: true
+                )
+            )
+        case .prove:
+            let session = try decodeSession(request.session)
+            guard let signatureBytes = message.signature,
+                let publicKey = try? P256.Signing.PublicKey(x963Representation: registration.pinPublicKey),
+                let signature = try? P256.Signing.ECDSASignature(derRepresentation: signatureBytes),
+                publicKey.isValidSignature(
+                    signature,
+                    for: PINCrypto.signingInput(purpose: "authenticate", profile: request.profile, nonce: session.nonce)
+                )
+            else {
+                return .failure(AuthenticationFailure(AuthenticationError(.invalidPin, plugin: descriptor.type), countsAsAttempt: true))
+            }
+            return .success(AuthenticationSuccess())
+        case .abandon:
+            _ = try decodeSession(request.session)
+            return .failure(AuthenticationFailure(AuthenticationError(.invalidPin, plugin: descriptor.type), countsAsAttempt: true))
+        case .policy, .commit:
+            throw invalid("\(message.op.rawValue) during authentication")
+        }
+    }
+
+    private func evaluate(_ blinded: Data?, keyBytes: Data) async throws -> Data {
+        guard let blinded else { throw invalid("evaluate without a blinded element") }
+        return try await cpuWork.run {
+            let key = try P384._VOPRF.PrivateKey(rawRepresentation: keyBytes)
+            let element: P384._VOPRF.BlindedElement
+            do {
+                element = try P384._VOPRF.BlindedElement(oprfRepresentation: blinded)
+            } catch {
+                throw GenericError(.requestInvalid, message: "PIN: the blinded element is not a P-384 point.")
+            }
+            return try key.evaluate(element).rawRepresentation
+        }
+    }
+
+    private func decode(_ data: Data) throws -> PINMessage {
+        do {
+            return try PINCrypto.decode(PINMessage.self, data)
+        } catch {
+            throw invalid("the message is malformed")
+        }
+    }
+
+    private func decodeSession(_ data: Data?) throws -> PINSession {
+        guard let data, let session = try? PINCrypto.decode(PINSession.self, data) else {
+            throw invalid("the message is out of order")
+        }
+        return session
+    }
+
+    private func invalid(_ detail: String) -> GenericError {
+        GenericError(.requestInvalid, message: "PIN: \(detail).", plugin: descriptor.type)
+    }
+}
+
+extension Data {
+    static func randomBytes(_ count: Int) -> Data {
+        var generator = SystemRandomNumberGenerator()
+        return Data((0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+}
+
+/// `pin`: the PIN authenticator, always present, the fallback for every other authenticator.
+///
+/// Configuration: `policy`, the ``PinPolicy`` new PINs must meet (defaults as documented there).
+public enum PINAuthenticatorPlugin: AuthenticatorPlugin {
+    public struct Configuration: Decodable, Sendable {
+        public var policy: PinPolicy
+
+        public init(policy: PinPolicy = PinPolicy()) { self.policy = policy }
+
+        private enum CodingKeys: String, CodingKey { case policy }
+
+        public init(from decoder: any Decoder) throws {
+            policy = try decoder.container(keyedBy: CodingKeys.self).decode(PinPolicy.self, forKey: .policy, default: PinPolicy())
+        }
+    }
+
+    public static let typeIdentifier: PluginTypeIdentifier = "pin"
+    public static let summary = "PIN authenticator: OPRF-hardened, never stored or sent, policy-checked"
+
+    public static func makeAuthenticator(configuration: Configuration, context: PluginContext) -> any Authenticator {
+        PINAuthenticator(descriptor: context.descriptor)
+    }
+
+    public static func makeVerifier(configuration: Configuration, context: PluginContext) -> any AuthenticatorVerifier {
+        PINVerifier(descriptor: context.descriptor, policy: configuration.policy, cpuWork: context.cpuWork)
+    }
+}

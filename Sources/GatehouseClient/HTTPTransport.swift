@@ -1,0 +1,47 @@
+public import Foundation
+public import GatehouseProtocol
+import GatehouseKernel
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Reaches a token server over HTTP.
+public struct HTTPTransport: TokenServerTransport {
+    public let baseURL: String
+    public let timeout: TimeInterval
+
+    /// A transport to the server at `baseURL`, e.g. `http://127.0.0.1:8080`.
+    public init(baseURL: String, timeout: TimeInterval = 15) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.timeout = timeout
+    }
+
+    public func send(_ request: WireRequest) async throws -> WireResponse {
+        guard let url = URL(string: baseURL + request.path) else {
+            throw GenericError(.configurationInvalid, message: "The server URL \(baseURL) is not valid.")
+        }
+        var urlRequest = URLRequest(url: url, timeoutInterval: timeout)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        if !request.body.isEmpty { urlRequest.httpBody = request.body }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await URLSession.shared.data(for: urlRequest)
+        } catch let error as URLError {
+            switch error.code {
+            case .notConnectedToInternet, .networkConnectionLost, .dataNotAllowed:
+                throw GenericError(.networkConnectivityFailure, underlying: error)
+            default:
+                throw GenericError(.serverNotReachable, message: "The token server at \(baseURL) could not be reached.", underlying: error)
+            }
+        }
+        guard let http = response as? HTTPURLResponse else { throw GenericError(.serverNotReachable) }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
+        return WireResponse(status: http.statusCode, headers: headers, body: data)
+    }
+}

@@ -1,0 +1,44 @@
+public import Crypto
+import Foundation
+
+/// Where the key that seals the client's secrets comes from. The default keeps it in a file only
+/// the user can read; an app plugs in the OS keychain or a TPM by conforming to this protocol.
+public protocol KeyStore: Sendable {
+    /// The 256-bit key that seals every secret the client stores. Must return the same key every
+    /// time; create it on first use.
+    func sealingKey() throws -> SymmetricKey
+}
+
+/// A key in a file with mode 0600, created on first use.
+public struct FileKeyStore: KeyStore {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    public func sealingKey() throws -> SymmetricKey {
+        let manager = FileManager.default
+        if let data = manager.contents(atPath: path) {
+            guard data.count == 32 else {
+                throw KeyStoreError(path: path, problem: "the key file does not hold a 256-bit key")
+            }
+            let permissions = (try? manager.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? 0
+            guard permissions & 0o077 == 0 else {
+                throw KeyStoreError(path: path, problem: "the key file is readable by others (mode \(String(permissions, radix: 8)))")
+            }
+            return SymmetricKey(data: data)
+        }
+        let key = SymmetricKey(size: .bits256)
+        let data = key.withUnsafeBytes { Data($0) }
+        guard manager.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw KeyStoreError(path: path, problem: "the key file could not be created")
+        }
+        return key
+    }
+}
+
+/// The key store could not give a key.
+public struct KeyStoreError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var problem: String
+    public var description: String { "\(path): \(problem)" }
+}

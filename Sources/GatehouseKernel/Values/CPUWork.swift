@@ -1,0 +1,15 @@
+/// Runs CPU-heavy work (an OPRF evaluation, a key derivation) where it does not hold up the
+/// cooperative thread pool. The token server hands plugins one backed by a thread pool; the
+/// default runs the work in place, which suits a client.
+public protocol CPUWorkExecutor: Sendable {
+    func run<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result
+}
+
+/// Runs the work on the calling task.
+public struct InlineCPUWorkExecutor: CPUWorkExecutor {
+    public init() {}
+
+    public func run<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result {
+        try work()
+    }
+}

@@ -1,0 +1,366 @@
+public import Foundation
+public import GatehouseKernel
+
+// The token server's JSON messages. Field names are snake_case on the wire, as in OAuth.
+// docs/openapi.yaml describes the same messages.
+
+/// The paths of the token server's endpoints.
+public enum Endpoint {
+    public static let health = "/health"
+    public static let configuration = "/v1/configuration"
+    public static let clients = "/v1/clients"
+    public static let registration = "/v1/registration"
+    public static let authentication = "/v1/authentication"
+    public static let changePin = "/v1/pin/change"
+    public static let flowPrefix = "/v1/flows/"
+    public static let token = "/v1/token"
+    public static let revoke = "/v1/revoke"
+    public static let deregister = "/v1/deregister"
+    public static let profileResource = "/v1/resource/profile"
+
+    public static func flow(_ id: String) -> String { flowPrefix + id }
+}
+
+/// An OAuth-style error body: `error` and `error_description`, plus Gatehouse's code and details.
+public struct ErrorBody: Codable, Sendable, Equatable {
+    public var error: String
+    public var errorDescription: String
+    /// The `DomainError` code behind the refusal, when there is one (e.g. 9009 invalid PIN).
+    public var gatehouseCode: Int?
+    public var remainingFailureCount: Int?
+    public var maxFailureCount: Int?
+    public var customInfo: CustomInfo?
+
+    public init(
+        error: String,
+        errorDescription: String,
+        gatehouseCode: Int? = nil,
+        remainingFailureCount: Int? = nil,
+        maxFailureCount: Int? = nil,
+        customInfo: CustomInfo? = nil
+    ) {
+        self.error = error
+        self.errorDescription = errorDescription
+        self.gatehouseCode = gatehouseCode
+        self.remainingFailureCount = remainingFailureCount
+        self.maxFailureCount = maxFailureCount
+        self.customInfo = customInfo
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case error
+        case errorDescription = "error_description"
+        case gatehouseCode = "gatehouse_code"
+        case remainingFailureCount = "remaining_failure_count"
+        case maxFailureCount = "max_failure_count"
+        case customInfo = "custom_info"
+    }
+}
+
+/// `POST /v1/clients`: an app installation registers its key.
+public struct ClientRegistrationRequest: Codable, Sendable {
+    public var appID: String
+    public var publicKey: PublicJWK
+
+    public init(appID: String, publicKey: PublicJWK) {
+        self.appID = appID
+        self.publicKey = publicKey
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case publicKey = "public_key"
+    }
+}
+
+public struct ClientRegistrationResponse: Codable, Sendable {
+    public var clientID: String
+    public init(clientID: String) { self.clientID = clientID }
+    enum CodingKeys: String, CodingKey { case clientID = "client_id" }
+}
+
+/// `GET /v1/configuration`: what the server offers.
+public struct ServerConfigurationResponse: Codable, Sendable {
+    public struct Provider: Codable, Sendable, Equatable {
+        public var id: String
+        public var type: String
+        public var name: String
+        public var isDefault: Bool
+
+        public init(id: String, type: String, name: String, isDefault: Bool) {
+            self.id = id
+            self.type = type
+            self.name = name
+            self.isDefault = isDefault
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, type, name
+            case isDefault = "is_default"
+        }
+    }
+
+    public struct AuthenticatorInfo: Codable, Sendable, Equatable {
+        public var id: String
+        public var type: String
+        public var name: String
+
+        public init(id: String, type: String, name: String) {
+            self.id = id
+            self.type = type
+            self.name = name
+        }
+    }
+
+    public var identityProviders: [Provider]
+    public var authenticators: [AuthenticatorInfo]
+    public var maxPinFailures: Int
+
+    public init(identityProviders: [Provider], authenticators: [AuthenticatorInfo], maxPinFailures: Int) {
+        self.identityProviders = identityProviders
+        self.authenticators = authenticators
+        self.maxPinFailures = maxPinFailures
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case identityProviders = "identity_providers"
+        case authenticators
+        case maxPinFailures = "max_pin_failures"
+    }
+}
+
+/// `POST /v1/registration` (DPoP with the client key): start registering a user.
+public struct RegistrationStartRequest: Codable, Sendable {
+    public var clientID: String
+    /// `nil` picks the server's default identity provider.
+    public var identityProvider: String?
+    /// `nil` or empty means the application's default scopes.
+    public var scopes: [String]?
+    /// The key the new profile's tokens will be bound to.
+    public var profileKey: PublicJWK
+
+    public init(clientID: String, identityProvider: String?, scopes: [String]?, profileKey: PublicJWK) {
+        self.clientID = clientID
+        self.identityProvider = identityProvider
+        self.scopes = scopes
+        self.profileKey = profileKey
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clientID = "client_id"
+        case identityProvider = "identity_provider"
+        case scopes
+        case profileKey = "profile_key"
+    }
+}
+
+/// `POST /v1/authentication` (DPoP with the profile key): start authenticating a profile.
+public struct AuthenticationStartRequest: Codable, Sendable {
+    public var profileID: String
+    /// The authenticator's manifest id; `nil` means the PIN.
+    public var authenticator: String?
+
+    public init(profileID: String, authenticator: String?) {
+        self.profileID = profileID
+        self.authenticator = authenticator
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case profileID = "profile_id"
+        case authenticator
+    }
+}
+
+/// `POST /v1/flows/{id}`: one message for the plugin of the flow's current stage.
+public struct FlowMessageRequest: Codable, Sendable {
+    public var message: Base64URLData
+    public init(message: Data) { self.message = Base64URLData(message) }
+}
+
+/// The stages of a flow. Closed: the server runs exactly these.
+public enum FlowStage: String, Codable, Sendable {
+    /// An identity provider establishes who the user is.
+    case identity
+    /// The PIN authenticator enrols a new PIN.
+    case pinEnrolment
+    /// An authenticator proves the user is present.
+    case authentication
+    /// Nothing left to do.
+    case done
+}
+
+/// The server's answer to a flow start or a flow message.
+public struct FlowResponse: Codable, Sendable, Equatable {
+    public var flowID: String
+    /// The stage the next message is for.
+    public var stage: FlowStage
+    /// The manifest id of the plugin that handles the stage.
+    public var plugin: String?
+    /// The plugin's server half wants another message.
+    public var challenge: Base64URLData?
+    /// The stage just completed, if the last message completed one.
+    public var completedStage: FlowStage?
+    /// What the completed stage reported (a custom API's status and data).
+    public var info: CustomInfo?
+    /// For `pinEnrolment`: the exact PIN length the policy requires.
+    public var pinLength: Int?
+    /// For `authentication`: failure counts before this attempt.
+    public var failureCounts: FailureCounts?
+    /// The profile, once the identity stage has established it.
+    public var profileID: String?
+    /// Tokens, when the flow ends in a session.
+    public var tokens: TokenResponse?
+
+    public init(flowID: String, stage: FlowStage) {
+        self.flowID = flowID
+        self.stage = stage
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case flowID = "flow_id"
+        case stage, plugin, challenge
+        case completedStage = "completed_stage"
+        case info
+        case pinLength = "pin_length"
+        case failureCounts = "failure_counts"
+        case profileID = "profile_id"
+        case tokens
+    }
+}
+
+/// `POST /v1/token` (DPoP with the profile key).
+public struct TokenRequest: Codable, Sendable {
+    public var grantType: String
+    public var refreshToken: String?
+
+    public init(grantType: String, refreshToken: String?) {
+        self.grantType = grantType
+        self.refreshToken = refreshToken
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case grantType = "grant_type"
+        case refreshToken = "refresh_token"
+    }
+}
+
+/// Tokens bound to the profile key (`token_type` DPoP).
+public struct TokenResponse: Codable, Sendable, Equatable {
+    public var accessToken: String
+    public var tokenType: String
+    public var expiresIn: Int
+    public var refreshToken: String
+    public var scope: String
+
+    public init(accessToken: String, tokenType: String, expiresIn: Int, refreshToken: String, scope: String) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.expiresIn = expiresIn
+        self.refreshToken = refreshToken
+        self.scope = scope
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case tokenType = "token_type"
+        case expiresIn = "expires_in"
+        case refreshToken = "refresh_token"
+        case scope
+    }
+}
+
+/// `POST /v1/revoke` (RFC 7009; DPoP with the profile key).
+public struct RevocationRequest: Codable, Sendable {
+    public var token: String
+    public var tokenTypeHint: String?
+
+    public init(token: String, tokenTypeHint: String? = nil) {
+        self.token = token
+        self.tokenTypeHint = tokenTypeHint
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case token
+        case tokenTypeHint = "token_type_hint"
+    }
+}
+
+/// `POST /v1/deregister` (DPoP with the profile key).
+public struct DeregistrationRequest: Codable, Sendable {
+    public var profileID: String
+    public init(profileID: String) { self.profileID = profileID }
+    enum CodingKeys: String, CodingKey { case profileID = "profile_id" }
+}
+
+/// `GET /v1/resource/profile`: the example protected resource.
+public struct ProfileResource: Codable, Sendable, Equatable {
+    public var profileID: String
+    public var subject: String
+    public var identityProvider: String
+    public var scope: String
+
+    public init(profileID: String, subject: String, identityProvider: String, scope: String) {
+        self.profileID = profileID
+        self.subject = subject
+        self.identityProvider = identityProvider
+        self.scope = scope
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case profileID = "profile_id"
+        case subject
+        case identityProvider = "identity_provider"
+        case scope
+    }
+}
+
+/// A request as the server core sees it, whichever transport carried it.
+public struct WireRequest: Sendable {
+    public var method: String
+    public var path: String
+    public var headers: [String: String]
+    public var body: Data
+
+    /// `headers` keys are matched case-insensitively.
+    public init(method: String, path: String, headers: [String: String] = [:], body: Data = Data()) {
+        self.method = method
+        self.path = path
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }) { first, _ in first }
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// A response as the server core produces it.
+public struct WireResponse: Sendable {
+    public var status: Int
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(status: Int, headers: [String: String] = [:], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Moves wire requests to a token server: in-process (embedded) or over HTTP.
+public protocol TokenServerTransport: Sendable {
+    /// The URL the server is reached at, for DPoP proofs (`htu`).
+    var baseURL: String { get }
+    func send(_ request: WireRequest) async throws -> WireResponse
+}
+
+/// JSON coding with the wire's conventions.
+public enum WireCoding {
+    public static func encode(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try encoder.encode(value)
+    }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try JSONDecoder().decode(type, from: data)
+    }
+}

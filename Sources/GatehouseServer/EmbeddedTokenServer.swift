@@ -1,0 +1,31 @@
+public import Foundation
+public import GatehouseKernel
+public import GatehouseProtocol
+
+/// The token server in-process: the same ``TokenServer`` an HTTP deployment runs, with its
+/// SQLite state in a directory the caller names, reached without a socket. An app or a test runs
+/// every flow with no separate service.
+public struct EmbeddedTokenServer: TokenServerTransport {
+    public let server: TokenServer
+    public var baseURL: String { "http://gatehouse.embedded" }
+
+    /// A server for `manifest`, keeping its state in `directory` (created if missing).
+    public init(
+        directory: URL,
+        manifest: Manifest,
+        registry: PluginRegistry,
+        environment: PluginEnvironment = PluginEnvironment()
+    ) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        server = try TokenServer(
+            manifest: manifest,
+            registry: registry,
+            databasePath: directory.appendingPathComponent("server.sqlite").path,
+            environment: environment
+        )
+    }
+
+    public func send(_ request: WireRequest) async throws -> WireResponse {
+        await server.handle(request)
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import GatehouseProtocol
+import HTTPTypes
+public import Hummingbird
+public import Logging
+import NIOCore
+
+/// The token server over HTTP (Hummingbird 2): every request goes to ``TokenServer/handle(_:)``,
+/// so HTTP and in-process callers get the same answers.
+public enum HTTPTokenServer {
+    /// An application serving `server` at `host:port` (port 0 picks a free port, reported to
+    /// `onRunning` once the socket listens).
+    public static func application(
+        server: TokenServer,
+        host: String = "127.0.0.1",
+        port: Int,
+        logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let router = Router()
+        let limit = server.configuration.maxRequestBytes
+        let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in
+            var request = request
+            let body: ByteBuffer
+            do {
+                body = try await request.collectBody(upTo: limit)
+            } catch is NIOTooManyBytesError {
+                return response(
+                    ServerErrorBody.tooLarge(limit: limit).wire
+                )
+            }
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.canonicalName] = field.value }
+            let wire = WireRequest(
+                method: request.method.rawValue,
+                path: request.uri.path,
+                headers: headers,
+                body: Data(body.readableBytesView)
+            )
+            return response(await server.handle(wire))
+        }
+        for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
+            router.on("**", method: method, use: handler)
+            router.on("/", method: method, use: handler)
+        }
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "gatehouse"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: logger
+        )
+    }
+
+    private static func response(_ wire: WireResponse) -> Response {
+        var fields = HTTPFields()
+        for (name, value) in wire.headers {
+            if let fieldName = HTTPField.Name(name) { fields[fieldName] = value }
+        }
+        return Response(
+            status: HTTPResponse.Status(code: wire.status),
+            headers: fields,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: wire.body))
+        )
+    }
+}
+
+/// The 413 body for requests the HTTP layer cut off before the server core saw them.
+enum ServerErrorBody {
+    static func tooLarge(limit: Int) -> ServerError {
+        ServerError(413, "invalid_request", "The request body is larger than \(limit) bytes.")
+    }
+}
+
+extension ServerError {
+    var wire: WireResponse { response }
+}

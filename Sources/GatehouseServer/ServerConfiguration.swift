@@ -1,0 +1,74 @@
+import GatehouseKernel
+
+/// The token server's own settings: the manifest's `server` section. Every key has a default.
+public struct ServerConfiguration: Decodable, Sendable {
+    /// An application (OAuth client) allowed to register installations.
+    public struct Client: Decodable, Sendable, Equatable {
+        public var id: String
+        /// Scopes granted when a registration asks for none.
+        public var defaultScopes: [String]
+        /// Scopes a registration may ask for.
+        public var allowedScopes: [String]
+
+        public init(id: String, defaultScopes: [String], allowedScopes: [String]) {
+            self.id = id
+            self.defaultScopes = defaultScopes
+            self.allowedScopes = allowedScopes
+        }
+
+        private enum CodingKeys: String, CodingKey { case id, defaultScopes, allowedScopes }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            allowedScopes = try container.decode([String].self, forKey: .allowedScopes, default: ["read"])
+            defaultScopes = try container.decode([String].self, forKey: .defaultScopes, default: allowedScopes)
+            guard Set(defaultScopes).isSubset(of: allowedScopes) else {
+                throw container.invalid(.defaultScopes, "every default scope must be among allowedScopes")
+            }
+        }
+    }
+
+    /// Applications allowed to register. Default: one, `gatehouse-example`, with scopes read and write.
+    public var clients: [Client]
+    /// The identity provider used when a registration names none. Default: the first listed.
+    public var defaultIdentityProvider: String?
+    /// Seconds an access token lives (10–86400, default 300).
+    public var accessTokenLifetime: Int
+    /// Seconds a refresh token lives (60–31536000, default 86400).
+    public var refreshTokenLifetime: Int
+    /// Seconds a registration or authentication flow may take (10–3600, default 300).
+    public var flowLifetime: Int
+    /// Wrong attempts before the user is deregistered (0 = unlimited, up to 100; default 5).
+    public var maxPinFailures: Int
+    /// The largest request body accepted, in bytes (1024–1048576, default 65536).
+    public var maxRequestBytes: Int
+
+    private enum CodingKeys: String, CodingKey {
+        case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
+            maxRequestBytes
+    }
+
+    public init() {
+        clients = [Client(id: "gatehouse-example", defaultScopes: ["read"], allowedScopes: ["read", "write"])]
+        defaultIdentityProvider = nil
+        accessTokenLifetime = 300
+        refreshTokenLifetime = 86400
+        flowLifetime = 300
+        maxPinFailures = 5
+        maxRequestBytes = 65536
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let defaults = ServerConfiguration()
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        clients = try container.decode([Client].self, forKey: .clients, default: defaults.clients)
+        guard !clients.isEmpty else { throw container.invalid(.clients, "list at least one client") }
+        defaultIdentityProvider = try container.decodeIfPresent(String.self, forKey: .defaultIdentityProvider)
+        accessTokenLifetime = try container.decode(Int.self, forKey: .accessTokenLifetime, default: 300, in: 10...86400)
+        refreshTokenLifetime = try container.decode(Int.self, forKey: .refreshTokenLifetime, default: 86400, in: 60...31_536_000)
+        flowLifetime = try container.decode(Int.self, forKey: .flowLifetime, default: 300, in: 10...3600)
+        maxPinFailures = try container.decode(Int.self, forKey: .maxPinFailures, default: 5, in: 0...100)
+        maxRequestBytes = try container.decode(Int.self, forKey: .maxRequestBytes, default: 65536, in: 1024...1_048_576)
+    }
+}

@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehouseProtocol
+import GatehousePlugins
+import GatehouseServer
+
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run every flow against an embedded token server, printing each step."
+    )
+
+    @OptionGroup var manifest: ManifestOptions
+
+    @Option(help: "Where the embedded server and the device keep their state (default: a new temporary directory).")
+    var dataDir: String?
+
+    func run() async throws {
+        do {
+            try await demo()
+        } catch {
+            throw CommandSupport.fail(error)
+        }
+    }
+
+    private func demo() async throws {
+        let directory = dataDir.map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-demo-\(UUID().uuidString.prefix(8))")
+        let logger = CommandSupport.logger("gatehouse.demo")
+        let manifest = try CommandSupport.manifest(manifest.manifest)
+        let registry = try PluginRegistry.builtIn
+        let environment = CommandSupport.environment(logger: logger)
+        let server = try EmbeddedTokenServer(
+            directory: directory.appendingPathComponent("server"),
+            manifest: manifest,
+            registry: registry,
+            environment: environment
+        )
+        let client = try UserClient(
+            configuration: ClientConfiguration(
+                dataDirectory: directory.appendingPathComponent("device"),
+                transport: server,
+                appID: server.server.configuration.clients[0].id,
+                plugins: try registry.load(manifest, environment: environment, sides: .client),
+                logger: logger
+            )
+        )
+        print("Gatehouse demo: an embedded token server and a device, state in \(directory.path)")
+        let delegate = DemoDelegate(email: "jane@example.com")
+
+        print("\n1. Register through the server's default identity provider")
+        await delegate.plan(createPins: [.weak("123456"), .strong("258147")])
+        let registration = try await client.registerUser(scopes: ["read"], delegate: delegate)
+        print("   ✓ registered profile \(registration.profile.id) with \(registration.identityProvider.name)"
+            + (registration.info.map { " — the API said: \($0.data ?? "") (status \($0.status))" } ?? ""))
+
+        print("\n2. Authenticate with the PIN")
+        await delegate.plan(pins: [.strong("258147")])
+        try await client.authenticateUser(registration.profile, delegate: delegate)
+        print("   ✓ authenticated")
+
+        print("\n3. Authenticate with a wrong PIN first")
+        await delegate.plan(pins: [.wrong("111222"), .strong("258147")])
+        try await client.authenticateUser(registration.profile, delegate: delegate)
+        print("   ✓ authenticated on the second try")
+
+        print("\n4. Change the PIN")
+        await delegate.plan(createPins: [.strong("914736")], pins: [.strong("258147")])
+        try await client.changePin(delegate: delegate)
+        print("   ✓ PIN changed")
+
+        print("\n5. Call the protected resource with the DPoP-bound access token")
+        let resource = try await client.fetchProfileResource()
+        print("   ✓ GET /v1/resource/profile: profile \(resource.profileID), subject \(resource.subject), scope \"\(resource.scope)\"")
+
+        print("\n6. Deregister")
+        try await client.deregisterUser(registration.profile)
+        let remaining = try await client.userProfiles()
+        print("   ✓ deregistered; profiles left on the device: \(remaining.count)")
+        print("\nDone.")
+    }
+}
+
+/// Answers the demo's challenges from a plan and prints each one. PINs are described, never
+/// printed.
+actor DemoDelegate: RegistrationDelegate, ChangePinDelegate {
+    enum PlannedPin {
+        case weak(String)
+        case strong(String)
+        case wrong(String)
+
+        var digits: String {
+            switch self {
+            case .weak(let pin), .strong(let pin), .wrong(let pin): pin
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .weak: "a weak PIN"
+            case .strong: "the PIN"
+            case .wrong: "a wrong PIN"
+            }
+        }
+    }
+
+    let email: String
+    private var createPins: [PlannedPin] = []
+    private var pins: [PlannedPin] = []
+
+    init(email: String) { self.email = email }
+
+    func plan(createPins: [PlannedPin] = [], pins: [PlannedPin] = []) {
+        self.createPins = createPins
+        self.pins = pins
+    }
+
+    func registrationDidStart(identityProvider: IdentityProviderDescriptor) {
+        print("   registration started with \"\(identityProvider.name)\" (\(identityProvider.type))")
+    }
+
+    func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse {
+        switch challenge.step {
+        case .initialize:
+            print("   → custom API, step 1: sending the e-mail address \(email)")
+            return .data(email)
+        case .finish:
+            let said = challenge.info?.data ?? ""
+            print("   ← the API answered: \(said) (status \(challenge.info?.status ?? 0))")
+            let code = String(said.suffix(6))
+            print("   → custom API, step 2: sending the code")
+            return .data(code)
+        }
+    }
+
+    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse {
+        if let error = challenge.error {
+            print("   ← PIN refused: \(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]")
+        }
+        guard !createPins.isEmpty else { return .cancel }
+        let next = createPins.removeFirst()
+        let choice = if case .weak = next { "a weak PIN" } else { "a strong PIN" }
+        print("   → create-PIN challenge (\(challenge.pinLength) digits): choosing \(choice)")
+        return .pin(PIN(next.digits))
+    }
+
+    func pin(_ challenge: PinChallenge) -> PinResponse {
+        if let error = challenge.error {
+            print("   ← refused: \(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]")
+        }
+        let left = challenge.remainingFailureCount.map { "\($0) of \(challenge.maxFailureCount) attempts left" } ?? "no attempt limit"
+        guard !pins.isEmpty else { return .cancel }
+        let next = pins.removeFirst()
+        print("   → PIN challenge (\(left)): entering \(next.description)")
+        return .pin(PIN(next.digits))
+    }
+}

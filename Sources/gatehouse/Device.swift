@@ -1,0 +1,149 @@
+import ArgumentParser
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehouseProtocol
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads what the user types. PINs are read without echo from a terminal, or as a line from
+/// standard input when it is not a terminal (for scripts).
+enum Terminal {
+    static func ask(_ prompt: String) -> String? {
+        FileHandle.standardError.write(Data(prompt.utf8))
+        return readLine(strippingNewline: true)
+    }
+
+    static func askSecret(_ prompt: String) -> String? {
+        FileHandle.standardError.write(Data(prompt.utf8))
+        guard isatty(STDIN_FILENO) == 1 else { return readLine(strippingNewline: true) }
+        var original = termios()
+        tcgetattr(STDIN_FILENO, &original)
+        var silent = original
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
+        defer {
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &original)
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+        return readLine(strippingNewline: true)
+    }
+
+    static func say(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+}
+
+/// The device commands' delegate: every challenge becomes a prompt.
+struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate {
+    func registrationDidStart(identityProvider: IdentityProviderDescriptor) {
+        Terminal.say("Registering with \(identityProvider.name).")
+    }
+
+    func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse {
+        if let error = challenge.error { Terminal.say(error.message) }
+        if let info = challenge.info, let data = info.data { Terminal.say("\(data) (status \(info.status))") }
+        let prompt = challenge.step == .initialize ? "E-mail address: " : "Code: "
+        guard let answer = Terminal.ask(prompt) else { return .cancel }
+        return .data(answer)
+    }
+
+    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse {
+        if let error = challenge.error { Terminal.say("That PIN cannot be used: \(error.message)") }
+        guard let pin = Terminal.askSecret("Choose a PIN of \(challenge.pinLength) digits: ") else { return .cancel }
+        return .pin(PIN(pin))
+    }
+
+    func pin(_ challenge: PinChallenge) -> PinResponse {
+        if let error = challenge.error { Terminal.say(error.message) }
+        let left = challenge.remainingFailureCount.map { " (\($0) attempts left)" } ?? ""
+        guard let pin = Terminal.askSecret("PIN\(left): ") else { return .cancel }
+        return .pin(PIN(pin))
+    }
+}
+
+struct Register: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Register a user on this device with a running server.")
+
+    @OptionGroup var device: DeviceOptions
+    @OptionGroup var manifest: ManifestOptions
+
+    @Option(help: "The identity provider's id (default: the server's default).")
+    var identityProvider: String?
+
+    func run() async throws {
+        do {
+            let client = try CommandSupport.client(device, manifest: manifest)
+            let result = try await client.registerUser(identityProvider: identityProvider, delegate: TerminalDelegate())
+            print("Registered profile \(result.profile.id) with \(result.identityProvider.name).")
+        } catch {
+            throw CommandSupport.fail(error)
+        }
+    }
+}
+
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Authenticate a profile with its PIN and call the protected resource.")
+
+    @OptionGroup var device: DeviceOptions
+    @OptionGroup var manifest: ManifestOptions
+
+    @Option(help: "The profile to authenticate (default: the only one on this device).")
+    var profile: String?
+
+    func run() async throws {
+        do {
+            let client = try CommandSupport.client(device, manifest: manifest)
+            let profiles = try await client.userProfiles()
+            guard let chosen = profile.map(UserProfile.init) ?? (profiles.count == 1 ? profiles.first : nil) else {
+                throw ValidationError("Name the profile with --profile; this device has \(profiles.count).")
+            }
+            try await client.authenticateUser(chosen, delegate: TerminalDelegate())
+            let resource = try await client.fetchProfileResource()
+            print("Authenticated profile \(resource.profileID) (subject \(resource.subject), scope \"\(resource.scope)\").")
+            await client.logout()
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw CommandSupport.fail(error)
+        }
+    }
+}
+
+struct Profiles: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the profiles registered on this device.")
+
+    @OptionGroup var device: DeviceOptions
+    @OptionGroup var manifest: ManifestOptions
+
+    func run() async throws {
+        do {
+            let client = try CommandSupport.client(device, manifest: manifest)
+            for profile in try await client.userProfiles() { print(profile.id) }
+        } catch {
+            throw CommandSupport.fail(error)
+        }
+    }
+}
+
+struct Deregister: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Deregister a profile: the server revokes its tokens, the device forgets it.")
+
+    @OptionGroup var device: DeviceOptions
+    @OptionGroup var manifest: ManifestOptions
+
+    @Option(help: "The profile to deregister.")
+    var profile: String
+
+    func run() async throws {
+        do {
+            let client = try CommandSupport.client(device, manifest: manifest)
+            try await client.deregisterUser(UserProfile(id: profile))
+            print("Deregistered profile \(profile).")
+        } catch {
+            throw CommandSupport.fail(error)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import ArgumentParser
+import Foundation
+import GatehouseKernel
+import GatehousePlugins
+import GatehouseServer
+import Hummingbird
+import Logging
+import NIOPosix
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the token server over HTTP.")
+
+    @OptionGroup var manifest: ManifestOptions
+
+    @Option(help: "The SQLite database file for the server's state.")
+    var database: String = "gatehouse-server.sqlite"
+
+    @Option(help: "The address to listen on (loopback by default).")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The port to listen on; 0 picks a free one.")
+    var port: Int = 8080
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        let logger = CommandSupport.logger("gatehouse.server", level: Logger.Level(rawValue: logLevel) ?? .info)
+        let server: TokenServer
+        do {
+            var environment = CommandSupport.environment(logger: logger)
+            environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
+            server = try TokenServer(
+                manifest: try CommandSupport.manifest(manifest.manifest),
+                registry: try PluginRegistry.builtIn,
+                databasePath: database,
+                environment: environment
+            )
+        } catch {
+            throw CommandSupport.fail(error)
+        }
+        let host = host
+        let application = HTTPTokenServer.application(server: server, host: host, port: port, logger: logger) { port in
+            print("Gatehouse token server listening on http://\(host):\(port)")
+        }
+        try await application.runService()
+    }
+}

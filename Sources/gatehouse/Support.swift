@@ -1,0 +1,70 @@
+import ArgumentParser
+import CustomAPIIdentityProvider
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehousePlugins
+import GatehouseYAML
+import Logging
+
+/// Options every command that reads a manifest shares.
+struct ManifestOptions: ParsableArguments {
+    @Option(help: "The manifest (JSON or YAML) naming the plugins and the server settings.")
+    var manifest: String = "Examples/manifests/server.yaml"
+}
+
+/// Options of the device commands.
+struct DeviceOptions: ParsableArguments {
+    @Option(help: "The token server's URL.")
+    var server: String = "http://127.0.0.1:8080"
+
+    @Option(help: "Where this device keeps its profiles and keys.")
+    var dataDir: String = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".gatehouse").path
+
+    @Option(help: "The application id the server knows.")
+    var appID: String = "gatehouse-example"
+}
+
+enum CommandSupport {
+    /// Services that manifests may name: the demo's in-process custom registration API.
+    static let services: [String: any Sendable] = ["one-time-code": OneTimeCodeRegistrationAPI()]
+
+    static func logger(_ label: String, level: Logger.Level = .warning) -> Logger {
+        var logger = Logger(label: label)
+        logger.logLevel = level
+        return logger
+    }
+
+    static func manifest(_ path: String) throws -> Manifest {
+        try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: ["server"])
+    }
+
+    static func environment(logger: Logger) -> PluginEnvironment {
+        PluginEnvironment(logger: logger, services: services)
+    }
+
+    /// A client for a server over HTTP, with the manifest's client halves.
+    static func client(_ device: DeviceOptions, manifest: ManifestOptions) throws -> UserClient {
+        let logger = logger("gatehouse.client")
+        let plugins = try PluginRegistry.builtIn.load(try self.manifest(manifest.manifest), environment: environment(logger: logger), sides: .client)
+        return try UserClient(
+            configuration: ClientConfiguration(
+                dataDirectory: URL(fileURLWithPath: device.dataDir),
+                transport: HTTPTransport(baseURL: device.server),
+                appID: device.appID,
+                plugins: plugins,
+                logger: logger
+            )
+        )
+    }
+
+    /// Prints a Gatehouse error as one line with its code, and exits non-zero.
+    static func fail(_ error: any Error) -> ExitCode {
+        if let error = error as? any DomainError {
+            FileHandle.standardError.write(Data("error: \(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]\n".utf8))
+        } else {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        }
+        return ExitCode.failure
+    }
+}
