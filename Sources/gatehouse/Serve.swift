@@ -41,7 +41,8 @@ struct Serve: AsyncParsableCommand {
         }
         let host = host
         let application = HTTPTokenServer.application(server: server, host: host, port: port, logger: logger) { port in
-            print("Gatehouse token server listening on http://\(host):\(port)")
+            // Unbuffered, so scripts waiting for this line see it at once.
+            FileHandle.standardOutput.write(Data("Gatehouse token server listening on http://\(host):\(port)\n".utf8))
         }
         try await application.runService()
     }
