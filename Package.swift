@@ -142,7 +142,19 @@ let package = Package(
             name: "GatehouseManifestTests",
             dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins", "GatehouseTesting"]
         ),
-        .testTarget(name: "ExamplesTests", dependencies: ["ValidateInput"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["ValidateInput", "gatehouse"]),
+        .testTarget(
+            name: "GatehouseServerTests",
+            dependencies: [
+                "GatehouseServer", "GatehouseClient", "GatehouseKernel", "GatehouseProtocol", "GatehousePlugins",
+                "GatehouseYAML", "GatehouseTesting", "CustomAPIIdentityProvider",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -87,6 +87,7 @@ extension TokenServer {
             }
             let scope = try self.scope(requested: body.scopes, appID: client["app_id"])
             try self.recordProof(proof, db)
+            try db.execute(sql: "DELETE FROM flows WHERE expires_at < ?", arguments: [now - 3600])
             try db.execute(
                 sql: """
                     INSERT INTO flows (id, kind, client_id, stage, plugin, identity_provider, scope, profile_key, key_thumbprint, expires_at)
@@ -215,11 +216,23 @@ extension TokenServer {
         let now = now
         // Read the flow; nothing is written until the plugin has answered.
         let loaded = try await store.pool.read { db -> (FlowRecord, Data?) in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ? AND expires_at > ?", arguments: [id, now]),
-                let flow = FlowRecord(row)
-            else { throw ServerError(404, "not_found", "The flow does not exist or has expired.", code: 10021) }
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id]), let flow = FlowRecord(row)
+            else { throw ServerError(404, "not_found", "The flow does not exist; start again.") }
             guard flow.keyThumbprint == proof.keyThumbprint else {
                 throw ServerError.invalidProof("The DPoP proof is not signed by the key that started the flow.")
+            }
+            guard (row["expires_at"] as Double) > now else {
+                throw ServerError(
+                    404,
+                    "not_found",
+                    "The flow expired; start again.",
+                    code: flow.kind == .registration ? RegistrationError.Code.customRegistrationExpired.rawValue : nil
+                )
+            }
+            if flow.kind != .registration, let profileID = flow.profileID,
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM profiles WHERE id = ?", arguments: [profileID]) != true
+            {
+                throw ServerError.userDeregistered
             }
             var registration: Data?
             if flow.stage == .authentication, let profileID = flow.profileID {
@@ -475,9 +488,9 @@ extension TokenServer {
         return try json(try decision.get())
     }
 
-    /// Removes a profile and everything that hangs off it: registrations, tokens, flows.
+    /// Removes a profile and everything that hangs off it: registrations and tokens. Its open
+    /// flows stay until used or expired, so a request in flight learns the user was deregistered.
     func deregisterProfile(_ profileID: String, _ db: Database) throws {
-        try db.execute(sql: "DELETE FROM flows WHERE profile_id = ?", arguments: [profileID])
         try db.execute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
         logger.notice("Profile deregistered", metadata: ["profile": "\(profileID)"])
     }

@@ -1,0 +1,189 @@
+import CustomAPIIdentityProvider
+import Foundation
+import GRDB
+import GatehouseClient
+import GatehouseKernel
+import GatehousePlugins
+import GatehouseProtocol
+import GatehouseServer
+import GatehouseTesting
+import GatehouseYAML
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// How the tests reach the server: in-process, or over HTTP on a loopback port.
+enum Mode: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case embedded
+    case http
+
+    var testDescription: String { rawValue }
+}
+
+/// The registration API of the tests: init sends code 4821 to the given address; completion
+/// checks it and names the user by that address.
+struct FixedCodeAPI: CustomRegistrationAPI {
+    func initialize(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
+        CustomRegistrationReply(status: 2000, data: "code 4821", state: request.data)
+    }
+
+    func complete(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
+        guard request.data == "4821", let user = request.state else { return CustomRegistrationReply(status: 4001, data: "wrong code") }
+        return CustomRegistrationReply(status: 2000, data: "welcome \(user)", userID: user)
+    }
+}
+
+/// Records every request and response, and can be switched off to play an unreachable server.
+final class RecordingTransport: TokenServerTransport {
+    let inner: any TokenServerTransport
+    let exchanges = Mutex<[(WireRequest, WireResponse)]>([])
+    let offline = Mutex(false)
+
+    init(_ inner: any TokenServerTransport) { self.inner = inner }
+
+    var baseURL: String { inner.baseURL }
+
+    func send(_ request: WireRequest) async throws -> WireResponse {
+        if offline.withLock({ $0 }) { throw GenericError(.serverNotReachable) }
+        let response = try await inner.send(request)
+        exchanges.withLock { $0.append((request, response)) }
+        return response
+    }
+
+    var recorded: [(WireRequest, WireResponse)] { exchanges.withLock { $0 } }
+}
+
+/// A token server (embedded or over HTTP) with its state in a temporary directory.
+struct Fixture {
+    let directory: URL
+    let transport: RecordingTransport
+    let manifest: Manifest
+    let serverLog: RecordingLogger
+    let clientLog: RecordingLogger
+
+    var serverDatabase: String { directory.appendingPathComponent("server/server.sqlite").path }
+
+    static func manifestText(maxPinFailures: Int) -> String {
+        """
+        server:
+          clients:
+            - id: test-app
+              allowedScopes: [read, write]
+              defaultScopes: [read]
+          maxPinFailures: \(maxPinFailures)
+          maxRequestBytes: 4096
+        authenticators:
+          - id: pin
+            type: pin
+            name: PIN
+            config:
+              policy: {length: 6, maxSimilarDigits: 2}
+        identityProviders:
+          - id: codes
+            type: idp.customAPI
+            name: Code registration
+            config: {twoStep: true, handler: codes}
+        """
+    }
+
+    /// A client (device) with its own data directory.
+    func client(_ name: String = "device") throws -> UserClient {
+        let plugins = try PluginRegistry.builtIn.load(manifest, environment: PluginEnvironment(logger: clientLog.logger), sides: .client)
+        return try UserClient(
+            configuration: ClientConfiguration(
+                dataDirectory: directory.appendingPathComponent(name),
+                transport: transport,
+                appID: "test-app",
+                plugins: plugins,
+                logger: clientLog.logger
+            )
+        )
+    }
+
+    /// Every row of every table but the DPoP replay cache, to compare before and after a request.
+    func snapshot() throws -> String {
+        let queue = try DatabaseQueue(path: serverDatabase)
+        return try queue.read { db in
+            var text = ""
+            for table in ["clients", "profiles", "registrations", "flows", "families", "tokens"] {
+                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid") { text += "\(table): \(row)\n" }
+            }
+            return text
+        }
+    }
+
+    func count(_ table: String) throws -> Int {
+        try DatabaseQueue(path: serverDatabase).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 }
+    }
+
+    /// Sends a raw request, bypassing the SDK.
+    func send(_ method: String, _ path: String, body: Data = Data(), headers: [String: String] = [:]) async throws -> WireResponse {
+        var all = headers
+        if !body.isEmpty, all["Content-Type"] == nil { all["Content-Type"] = "application/json" }
+        return try await transport.send(WireRequest(method: method, path: path, headers: all, body: body))
+    }
+}
+
+/// Runs `body` against a fresh server in `mode`, and tears it down afterwards.
+func withFixture(_ mode: Mode, maxPinFailures: Int = 3, _ body: (Fixture) async throws -> Void) async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-test-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let manifest = try ManifestLoader.jsonAndYAML.parse(
+        Data(Fixture.manifestText(maxPinFailures: maxPinFailures).utf8),
+        format: YAMLManifestFormat(),
+        source: "test.yaml",
+        additionalSections: ["server"]
+    )
+    let serverLog = RecordingLogger(label: "server", level: .trace)
+    let clientLog = RecordingLogger(label: "client", level: .trace)
+    let environment = PluginEnvironment(logger: serverLog.logger, services: ["codes": FixedCodeAPI()])
+    let embedded = try EmbeddedTokenServer(
+        directory: directory.appendingPathComponent("server"),
+        manifest: manifest,
+        registry: try PluginRegistry.builtIn,
+        environment: environment
+    )
+    switch mode {
+    case .embedded:
+        try await body(
+            Fixture(directory: directory, transport: RecordingTransport(embedded), manifest: manifest, serverLog: serverLog, clientLog: clientLog)
+        )
+    case .http:
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let application = HTTPTokenServer.application(server: embedded.server, port: 0, logger: serverLog.logger) { port in
+            continuation.yield(port)
+        }
+        let group = ServiceGroup(configuration: .init(services: [application], logger: serverLog.logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else { throw GenericError(.serverNotReachable) }
+            do {
+                try await body(
+                    Fixture(
+                        directory: directory,
+                        transport: RecordingTransport(HTTPTransport(baseURL: "http://127.0.0.1:\(port)")),
+                        manifest: manifest,
+                        serverLog: serverLog,
+                        clientLog: clientLog
+                    )
+                )
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+}
+
+/// Registers `email` with PIN `pin` through the code API.
+func register(_ client: UserClient, email: String = "jane@example.com", pin: String = "258147") async throws -> UserProfile {
+    let script = ScriptedResponder([.customRegistration(.data(email)), .customRegistration(.data("4821")), .createPin(pin)])
+    let result = try await client.registerUser(delegate: script)
+    #expect(await script.isFinished)
+    return result.profile
+}
