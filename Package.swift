@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
+        .executable(name: "gatehouse-bench", targets: ["GatehouseBenchmark"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -122,6 +123,17 @@ let package = Package(
             name: "ValidateInput",
             dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins", "PostalCodeValidator"],
             path: "Examples/ValidateInput"
+        ),
+
+        // Benchmarks: `swift run -c release gatehouse-bench` (see docs/PERFORMANCE.md).
+        .executableTarget(
+            name: "GatehouseBenchmark",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseClient", "GatehousePlugins", "GatehouseYAML",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/GatehouseBenchmark"
         ),
 
         // Tests: one target per plugin (that plugin + kernel + GatehouseTesting only), plus the rest.

@@ -202,8 +202,6 @@ public struct FlowResponse: Codable, Sendable, Equatable {
     public var completedStage: FlowStage?
     /// What the completed stage reported (a custom API's status and data).
     public var info: CustomInfo?
-    /// For `pinEnrolment`: the exact PIN length the policy requires.
-    public var pinLength: Int?
     /// For `authentication`: failure counts before this attempt.
     public var failureCounts: FailureCounts?
     /// The profile, once the identity stage has established it.
@@ -221,7 +219,6 @@ public struct FlowResponse: Codable, Sendable, Equatable {
         case stage, plugin, challenge
         case completedStage = "completed_stage"
         case info
-        case pinLength = "pin_length"
         case failureCounts = "failure_counts"
         case profileID = "profile_id"
         case tokens

@@ -1,0 +1,213 @@
+// gatehouse-bench: starts `gatehouse serve` on a loopback port, registers one profile per
+// concurrent client, then measures PIN authentications and refresh grants at 1, 8 and 64
+// concurrent clients (throughput, median and p99 latency), beside the cost of the same crypto
+// alone on one core (the floor) and the ratio between them.
+//
+//   swift build -c release --product gatehouse --product gatehouse-bench
+//   .build/release/gatehouse-bench [--seconds 5] [--levels 1,8,64]
+
+import Crypto
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehousePlugins
+import GatehouseProtocol
+import GatehouseYAML
+import Logging
+import _CryptoExtras
+
+// MARK: - Options
+
+var seconds = 5.0
+var levels = [1, 8, 64]
+var manifestPath = "Examples/manifests/server.yaml"
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--seconds": seconds = arguments.popFirst().flatMap(Double.init) ?? seconds
+    case "--levels": levels = arguments.popFirst()?.split(separator: ",").compactMap { Int($0) } ?? levels
+    case "--manifest": manifestPath = arguments.popFirst() ?? manifestPath
+    default:
+        FileHandle.standardError.write(Data("usage: gatehouse-bench [--seconds S] [--levels 1,8,64] [--manifest FILE]\n".utf8))
+        exit(2)
+    }
+}
+
+// MARK: - The server
+
+let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-bench-\(UUID().uuidString.prefix(8))")
+try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: scratch) }
+
+let serve = Process()
+serve.executableURL = binDirectory.appendingPathComponent("gatehouse")
+serve.arguments = [
+    "serve", "--manifest", manifestPath, "--database", scratch.appendingPathComponent("server.sqlite").path, "--port", "0",
+    "--log-level", "error",
+]
+let serveOutput = Pipe()
+serve.standardOutput = serveOutput
+try serve.run()
+defer { serve.terminate() }
+guard let line = String(data: serveOutput.fileHandleForReading.availableData, encoding: .utf8),
+    let range = line.range(of: "http://")
+else {
+    FileHandle.standardError.write(Data("gatehouse serve did not start\n".utf8))
+    exit(1)
+}
+let baseURL = String(line[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
+
+// MARK: - Clients
+
+/// Answers the demo registration API and the PIN challenges.
+struct BenchmarkDelegate: RegistrationDelegate, AuthenticationDelegate {
+    let email: String
+    func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse {
+        challenge.step == .initialize ? .data(email) : .data(String((challenge.info?.data ?? "").suffix(6)))
+    }
+    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN("258147")) }
+    func pin(_ challenge: PinChallenge) -> PinResponse { .pin(PIN("258147")) }
+}
+
+let manifest = try ManifestLoader.jsonAndYAML.load(path: manifestPath, additionalSections: ["server"])
+var quiet = Logger(label: "gatehouse.bench")
+quiet.logLevel = .warning
+let plugins = try PluginRegistry.builtIn.load(manifest, environment: PluginEnvironment(logger: quiet), sides: .client)
+let clientCount = levels.max() ?? 1
+var clients: [(UserClient, UserProfile)] = []
+for index in 0..<clientCount {
+    let client = try UserClient(
+        configuration: ClientConfiguration(
+            dataDirectory: scratch.appendingPathComponent("device-\(index)"),
+            transport: HTTPTransport(baseURL: baseURL),
+            appID: "gatehouse-example",
+            plugins: plugins,
+            logger: quiet
+        )
+    )
+    let result = try await client.registerUser(delegate: BenchmarkDelegate(email: "user\(index)@example.com"))
+    clients.append((client, result.profile))
+}
+
+// MARK: - Measurement
+
+struct Figures {
+    var operations: Int
+    var elapsed: Double
+    var latencies: [Double]
+
+    var rate: Double { Double(operations) / elapsed }
+    func percentile(_ p: Double) -> Double {
+        let sorted = latencies.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+    }
+}
+
+@MainActor
+func measure(concurrency: Int, _ operation: @escaping @Sendable (UserClient, UserProfile) async throws -> Void) async throws -> Figures {
+    let start = Date()
+    let deadline = start.addingTimeInterval(seconds)
+    let selected = Array(clients.prefix(concurrency))
+    let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+        for (client, profile) in selected {
+            group.addTask {
+                var samples: [Double] = []
+                while Date() < deadline {
+                    let began = Date()
+                    try await operation(client, profile)
+                    samples.append(Date().timeIntervalSince(began) * 1000)
+                }
+                return samples
+            }
+        }
+        var all: [Double] = []
+        for try await samples in group { all += samples }
+        return all
+    }
+    return Figures(operations: latencies.count, elapsed: Date().timeIntervalSince(start), latencies: latencies)
+}
+
+// MARK: - The floor: the same crypto, alone, on one core
+
+/// Milliseconds of one run of `body`, the median of 15 batches.
+func floorMilliseconds(iterations: Int, _ body: () throws -> Void) rethrows -> Double {
+    var batches: [Double] = []
+    for _ in 0..<15 {
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<iterations { try body() }
+        batches.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 / Double(iterations))
+    }
+    return batches.sorted()[batches.count / 2]
+}
+
+let oprfKey = P384._VOPRF.PrivateKey()
+let oprfRaw = oprfKey.rawRepresentation
+let signingKey = P256.Signing.PrivateKey()
+let dpopKey = P256.Signing.PrivateKey()
+let wrappingKey = SymmetricKey(size: .bits256)
+let sealed = try AES.GCM.seal(signingKey.rawRepresentation, using: wrappingKey).combined ?? Data()
+let nonce = Data(repeating: 7, count: 32)
+
+/// One PIN authentication's crypto: three DPoP proofs made and checked, a blind, a server
+/// evaluation (key parsed from storage), a finalize, the key derivation and unwrap, the nonce
+/// signature and its check.
+let pinFloor = try floorMilliseconds(iterations: 20) {
+    for step in 0..<3 {
+        let proof = try DPoP.proof(method: "POST", url: baseURL + "/v1/flows/x", key: dpopKey, now: Date())
+        _ = try DPoP.verify(proof, method: "POST", path: "/v1/flows/x", accessToken: nil, now: Date())
+        _ = step
+    }
+    let blinded = try oprfKey.publicKey.blind(Data("258147".utf8))
+    let key = try P384._VOPRF.PrivateKey(rawRepresentation: oprfRaw)
+    let evaluation = try key.evaluate(P384._VOPRF.BlindedElement(oprfRepresentation: blinded.blindedElement.oprfRepresentation))
+    let output = try oprfKey.publicKey.finalize(
+        blinded,
+        using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluation.rawRepresentation)
+    )
+    let derived = HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: output), salt: nonce, info: nonce, outputByteCount: 32)
+    _ = try? AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: derived)
+    let raw = try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: wrappingKey)
+    let unwrapped = try P256.Signing.PrivateKey(rawRepresentation: raw)
+    let signature = try unwrapped.signature(for: nonce)
+    _ = unwrapped.publicKey.isValidSignature(signature, for: nonce)
+}
+
+/// One refresh grant's crypto: a DPoP proof made and checked, two new random tokens and three hashes.
+let refreshFloor = try floorMilliseconds(iterations: 200) {
+    let proof = try DPoP.proof(method: "POST", url: baseURL + "/v1/token", key: dpopKey, now: Date())
+    _ = try DPoP.verify(proof, method: "POST", path: "/v1/token", accessToken: nil, now: Date())
+    for _ in 0..<3 { _ = SHA256.hash(data: Data.random(count: 32)) }
+}
+
+// MARK: - Runs
+
+@MainActor
+func report(_ name: String, floor: Double, _ operation: @escaping @Sendable (UserClient, UserProfile) async throws -> Void) async throws {
+    print("\n\(name) (floor: \(String(format: "%.3f", floor)) ms of crypto per operation = \(String(format: "%.0f", 1000 / floor))/s on one core)")
+    print("clients      ops/s   median ms    p99 ms   ratio to floor (2 cores)")
+    for level in levels {
+        let figures = try await measure(concurrency: level, operation)
+        let ratio = figures.rate / (2 * 1000 / floor)
+        print(
+            String(
+                format: "%7d %10.1f %11.2f %9.2f   %.2f",
+                level,
+                figures.rate,
+                figures.percentile(0.5),
+                figures.percentile(0.99),
+                ratio
+            )
+        )
+    }
+}
+
+print("Gatehouse benchmark: gatehouse serve at \(baseURL), \(clientCount) registered profiles, \(seconds) s per level")
+print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; client and server share them")
+try await report("PIN authentications (start + evaluate + prove, each DPoP-signed)", floor: pinFloor) { client, profile in
+    try await client.authenticateUser(profile, delegate: BenchmarkDelegate(email: ""))
+}
+try await report("Refresh grants (rotation with reuse detection)", floor: refreshFloor) { client, _ in
+    try await client.refreshSession()
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+import Testing
+
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+private func binary(_ name: String) throws -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory.deleteLastPathComponent()
+    }
+    throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "\(name) near \(CommandLine.arguments[0])"])
+}
+
+/// Text collected from a pipe as it arrives.
+private final class Collected: Sendable {
+    private let text = Mutex("")
+    func append(_ data: Data) { text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+    func withLock<T>(_ body: (inout String) -> T) -> T { text.withLock(body) }
+}
+
+/// A running `gatehouse` process whose output is collected as it comes, so a test can answer
+/// prompts. Used from one test task only.
+private final class Session {
+    let process = Process()
+    let input = Pipe()
+    let output = Collected()
+    let errors = Collected()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = try binary("gatehouse")
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        let outputPipe = Pipe()
+        let errorPipe = Pipe()
+        process.standardInput = input
+        process.standardOutput = outputPipe
+        process.standardError = errorPipe
+        outputPipe.fileHandleForReading.readabilityHandler = { [output] handle in output.append(handle.availableData) }
+        errorPipe.fileHandleForReading.readabilityHandler = { [errors] handle in errors.append(handle.availableData) }
+        try process.run()
+    }
+
+    /// Waits (at most 20 s) until standard output or error contains `text`.
+    func waitFor(_ text: String) async throws -> String {
+        for _ in 0..<400 {
+            let seen = output.withLock { $0 } + errors.withLock { $0 }
+            if seen.contains(text) { return seen }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: "never saw \(text): \(errors.withLock { $0 })"])
+    }
+
+    func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+    /// Waits (at most 20 s) for the process to end and returns its status.
+    func finish() async throws -> Int32 {
+        try? input.fileHandleForWriting.close()
+        for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+@Suite("gatehouse command", .serialized)
+struct GatehouseCommandTests {
+    @Test("gatehouse demo runs every flow and exits 0")
+    func demo() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-demo-test-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let demo = try Session(["demo", "--data-dir", directory.path])
+        let status = try await demo.finish()
+        let output = demo.output.withLock { $0 }
+        #expect(status == 0, "\(demo.errors.withLock { $0 })")
+        for expected in [
+            "custom API, step 1", "PIN refused: This PIN is too common; choose another one. [PinValidation.blacklisted 9011]",
+            "✓ registered profile", "✓ authenticated", "refused: The PIN is not correct. [Authentication.invalidPin 9009]",
+            "(2 of 3 attempts left)", "✓ PIN changed", "GET /v1/resource/profile", "profiles left on the device: 0", "Done.",
+        ] {
+            #expect(output.contains(expected), "missing: \(expected)")
+        }
+        #expect(!output.contains("258147"))
+        #expect(!output.contains("914736"))
+    }
+
+    @Test("serve, then register, login, profiles and deregister over HTTP, with PINs on standard input")
+    func serveAndDevice() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-cli-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try Session(["serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0"])
+        defer { server.process.terminate() }
+        let listening = try await server.waitFor("listening on http://")
+        let url = try #require(listening.split(separator: " ").last { $0.hasPrefix("http://") }.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
+
+        let register = try Session(["register"] + device)
+        _ = try await register.waitFor("E-mail address: ")
+        register.type("ann@example.com")
+        let prompt = try await register.waitFor("Code: ")
+        let code = try #require(prompt.split(separator: "\n").first { $0.contains("Code sent to") }.map { String($0.split(separator: " ")[4].prefix(6)) })
+        register.type(code)
+        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
+        register.type("123456")
+        _ = try await register.waitFor("That PIN cannot be used")
+        register.type("258147")
+        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
+        let registered = register.output.withLock { $0 }
+        #expect(registered.hasPrefix("Registered profile "))
+        let profile = String(registered.dropFirst("Registered profile ".count).prefix(6))
+
+        let profiles = try Session(["profiles"] + device)
+        #expect(try await profiles.finish() == 0)
+        #expect(profiles.output.withLock { $0 } == profile + "\n")
+
+        let login = try Session(["login", "--profile", profile] + device)
+        login.type("000111")
+        login.type("258147")
+        #expect(try await login.finish() == 0, "\(login.errors.withLock { $0 })")
+        #expect(login.errors.withLock { $0 }.contains("The PIN is not correct."))
+        #expect(login.errors.withLock { $0 }.contains("PIN (2 attempts left): "))
+        #expect(login.output.withLock { $0 }.contains("Authenticated profile \(profile) (subject ann@example.com"))
+
+        let deregister = try Session(["deregister", "--profile", profile] + device)
+        #expect(try await deregister.finish() == 0)
+        #expect(deregister.output.withLock { $0 } == "Deregistered profile \(profile).\n")
+        let none = try Session(["profiles"] + device)
+        #expect(try await none.finish() == 0)
+        #expect(none.output.withLock { $0 }.isEmpty)
+    }
+
+    @Test("a bad manifest stops the server at start-up with one line")
+    func badManifest() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-bad-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let manifest = directory.appendingPathComponent("server.yaml")
+        try Data("server:\n  maxPinFailures: many\nauthenticators: [{id: pin, type: pin}]\n".utf8).write(to: manifest)
+        let server = try Session(["serve", "--manifest", manifest.path, "--database", directory.appendingPathComponent("s.sqlite").path])
+        #expect(try await server.finish() != 0)
+        #expect(server.errors.withLock { $0 }.contains("\(manifest.path): server.maxPinFailures: expected an integer, found \"many\""))
+    }
+}
