@@ -28,7 +28,9 @@ while let argument = arguments.popFirst() {
     case "--levels": levels = arguments.popFirst()?.split(separator: ",").compactMap { Int($0) } ?? levels
     case "--manifest": manifestPath = arguments.popFirst() ?? manifestPath
     default:
-        FileHandle.standardError.write(Data("usage: gatehouse-bench [--seconds S] [--levels 1,8,64] [--manifest FILE]\n".utf8))
+        FileHandle.standardError.write(
+            Data("usage: gatehouse-bench [--seconds S] [--levels 1,8,64] [--manifest FILE]\n".utf8)
+        )
         exit(2)
     }
 }
@@ -36,14 +38,17 @@ while let argument = arguments.popFirst() {
 // MARK: - The server
 
 let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-bench-\(UUID().uuidString.prefix(8))")
+let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+    "gatehouse-bench-\(UUID().uuidString.prefix(8))"
+)
 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: scratch) }
 
 let serve = Process()
 serve.executableURL = binDirectory.appendingPathComponent("gatehouse")
 serve.arguments = [
-    "serve", "--manifest", manifestPath, "--database", scratch.appendingPathComponent("server.sqlite").path, "--port", "0",
+    "serve", "--manifest", manifestPath, "--database", scratch.appendingPathComponent("server.sqlite").path, "--port",
+    "0",
     "--log-level", "error",
 ]
 let serveOutput = Pipe()
@@ -106,7 +111,10 @@ struct Figures {
 }
 
 @MainActor
-func measure(concurrency: Int, _ operation: @escaping @Sendable (UserClient, UserProfile) async throws -> Void) async throws -> Figures {
+func measure(
+    concurrency: Int,
+    _ operation: @escaping @Sendable (UserClient, UserProfile) async throws -> Void
+) async throws -> Figures {
     let start = Date()
     let deadline = start.addingTimeInterval(seconds)
     let selected = Array(clients.prefix(concurrency))
@@ -161,12 +169,19 @@ let pinFloor = try floorMilliseconds(iterations: 20) {
     }
     let blinded = try oprfKey.publicKey.blind(Data("258147".utf8))
     let key = try P384._VOPRF.PrivateKey(rawRepresentation: oprfRaw)
-    let evaluation = try key.evaluate(P384._VOPRF.BlindedElement(oprfRepresentation: blinded.blindedElement.oprfRepresentation))
+    let evaluation = try key.evaluate(
+        P384._VOPRF.BlindedElement(oprfRepresentation: blinded.blindedElement.oprfRepresentation)
+    )
     let output = try oprfKey.publicKey.finalize(
         blinded,
         using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluation.rawRepresentation)
     )
-    let derived = HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: output), salt: nonce, info: nonce, outputByteCount: 32)
+    let derived = HKDF<SHA256>.deriveKey(
+        inputKeyMaterial: SymmetricKey(data: output),
+        salt: nonce,
+        info: nonce,
+        outputByteCount: 32
+    )
     _ = try? AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: derived)
     let raw = try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: wrappingKey)
     let unwrapped = try P256.Signing.PrivateKey(rawRepresentation: raw)
@@ -184,8 +199,14 @@ let refreshFloor = try floorMilliseconds(iterations: 200) {
 // MARK: - Runs
 
 @MainActor
-func report(_ name: String, floor: Double, _ operation: @escaping @Sendable (UserClient, UserProfile) async throws -> Void) async throws {
-    print("\n\(name) (floor: \(String(format: "%.3f", floor)) ms of crypto per operation = \(String(format: "%.0f", 1000 / floor))/s on one core)")
+func report(
+    _ name: String,
+    floor: Double,
+    _ operation: @escaping @Sendable (UserClient, UserProfile) async throws -> Void
+) async throws {
+    print(
+        "\n\(name) (floor: \(String(format: "%.3f", floor)) ms of crypto per operation = \(String(format: "%.0f", 1000 / floor))/s on one core)"
+    )
     print("clients      ops/s   median ms    p99 ms   ratio to floor (2 cores)")
     for level in levels {
         let figures = try await measure(concurrency: level, operation)
@@ -205,7 +226,9 @@ func report(_ name: String, floor: Double, _ operation: @escaping @Sendable (Use
 
 print("Gatehouse benchmark: gatehouse serve at \(baseURL), \(clientCount) registered profiles, \(seconds) s per level")
 print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; client and server share them")
-try await report("PIN authentications (start + evaluate + prove, each DPoP-signed)", floor: pinFloor) { client, profile in
+try await report("PIN authentications (start + evaluate + prove, each DPoP-signed)", floor: pinFloor) {
+    client,
+    profile in
     try await client.authenticateUser(profile, delegate: BenchmarkDelegate(email: ""))
 }
 try await report("Refresh grants (rotation with reuse detection)", floor: refreshFloor) { client, _ in

@@ -43,7 +43,12 @@ public struct CustomAPIIdentityProvider: IdentityProvider {
         var previousError: (any DomainError)?
         while true {
             let answer = await context.responder.customRegistration(
-                CustomRegistrationChallenge(identityProvider: descriptor, step: .finish, info: reply.info, error: previousError)
+                CustomRegistrationChallenge(
+                    identityProvider: descriptor,
+                    step: .finish,
+                    info: reply.info,
+                    error: previousError
+                )
             )
             guard case .data(let data) = answer else { throw GenericError(.actionCancelled) }
             let message = try JSONEncoder().encode(CustomAPIMessage(step: .complete, data: data))
@@ -64,7 +69,11 @@ public struct CustomAPIIdentityProvider: IdentityProvider {
 
     private func send(_ message: CustomAPIMessage, _ context: RegistrationContext) async throws -> CustomAPIChallenge {
         guard case .challenge(let payload) = try await context.server.send(try JSONEncoder().encode(message)) else {
-            throw GenericError(.requestInvalid, message: "The server ended the custom registration early.", plugin: descriptor.type)
+            throw GenericError(
+                .requestInvalid,
+                message: "The server ended the custom registration early.",
+                plugin: descriptor.type
+            )
         }
         return try decode(payload)
     }
@@ -73,7 +82,11 @@ public struct CustomAPIIdentityProvider: IdentityProvider {
         do {
             return try JSONDecoder().decode(CustomAPIChallenge.self, from: payload)
         } catch {
-            throw GenericError(.requestInvalid, message: "The server's custom registration message is malformed.", plugin: descriptor.type)
+            throw GenericError(
+                .requestInvalid,
+                message: "The server's custom registration message is malformed.",
+                plugin: descriptor.type
+            )
         }
     }
 }
@@ -87,7 +100,8 @@ public struct CustomAPIIdentityProviderHost: IdentityProviderHost {
     public let maxAttempts: Int
     public let api: any CustomRegistrationAPI
 
-    public init(descriptor: IdentityProviderDescriptor, twoStep: Bool, maxAttempts: Int, api: any CustomRegistrationAPI) {
+    public init(descriptor: IdentityProviderDescriptor, twoStep: Bool, maxAttempts: Int, api: any CustomRegistrationAPI)
+    {
         self.descriptor = descriptor
         self.twoStep = twoStep
         self.maxAttempts = maxAttempts
@@ -99,12 +113,22 @@ public struct CustomAPIIdentityProviderHost: IdentityProviderHost {
         do {
             message = try JSONDecoder().decode(CustomAPIMessage.self, from: request.message)
         } catch {
-            throw GenericError(.requestInvalid, message: "Custom registration: the message is malformed.", plugin: descriptor.type)
+            throw GenericError(
+                .requestInvalid,
+                message: "Custom registration: the message is malformed.",
+                plugin: descriptor.type
+            )
         }
-        var session = try request.session.map { try JSONDecoder().decode(CustomAPISession.self, from: $0) }
+        var session =
+            try request.session.map { try JSONDecoder().decode(CustomAPISession.self, from: $0) }
             ?? CustomAPISession(initialized: false, state: nil, attempts: 0)
         let call = { (data: String?) in
-            CustomRegistrationRequest(identityProvider: self.descriptor.id, data: data, state: session.state, scopes: request.scopes)
+            CustomRegistrationRequest(
+                identityProvider: self.descriptor.id,
+                data: data,
+                state: session.state,
+                scopes: request.scopes
+            )
         }
         switch message.step {
         case .start:
@@ -156,7 +180,11 @@ public struct CustomAPIIdentityProviderHost: IdentityProviderHost {
     }
 
     private func outOfOrder() -> GenericError {
-        GenericError(.requestInvalid, message: "Custom registration: the step is out of order.", plugin: descriptor.type)
+        GenericError(
+            .requestInvalid,
+            message: "Custom registration: the step is out of order.",
+            plugin: descriptor.type
+        )
     }
 }
 
@@ -182,7 +210,8 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
             let urlText = try container.decodeIfPresent(String.self, forKey: .url)
             maxAttempts = try container.decode(Int.self, forKey: .maxAttempts, default: 3, in: 1...10)
             if let urlText {
-                guard let url = URL(string: urlText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                guard let url = URL(string: urlText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil
+                else {
                     throw container.invalid(.url, "expected an http or https URL, found \"\(urlText)\"")
                 }
                 self.url = url
@@ -190,7 +219,10 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
                 url = nil
             }
             guard (handler == nil) != (url == nil) else {
-                throw container.invalid(.handler, "give exactly one of handler (an in-process API) or url (an HTTP API)")
+                throw container.invalid(
+                    .handler,
+                    "give exactly one of handler (an in-process API) or url (an HTTP API)"
+                )
             }
         }
     }
@@ -198,11 +230,15 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
     public static let typeIdentifier: PluginTypeIdentifier = "idp.customAPI"
     public static let summary = "Custom API registration, one or two steps, in-process or over HTTP"
 
-    public static func makeIdentityProvider(configuration: Configuration, context: PluginContext) -> any IdentityProvider {
+    public static func makeIdentityProvider(
+        configuration: Configuration,
+        context: PluginContext
+    ) -> any IdentityProvider {
         CustomAPIIdentityProvider(descriptor: context.descriptor)
     }
 
-    public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost {
+    public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
+    {
         let api: any CustomRegistrationAPI
         if let url = configuration.url {
             api = HTTPCustomRegistrationAPI(url: url)

@@ -18,7 +18,8 @@ public struct PINAuthenticator: Authenticator {
 
     public func enroll(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
         let policyReply = try await challenge(context.server.send(PINCrypto.encode(PINMessage(op: .policy))))
-        guard let policy = policyReply.policy, let digest = policyReply.policyDigest, let keyBytes = policyReply.oprfPublicKey
+        guard let policy = policyReply.policy, let digest = policyReply.policyDigest,
+            let keyBytes = policyReply.oprfPublicKey
         else { throw malformed("the server sent no PIN policy") }
         let oprfKey = try P384._VOPRF.PublicKey(x963Representation: keyBytes)
 
@@ -46,7 +47,10 @@ public struct PINAuthenticator: Authenticator {
         guard let evaluationBytes = evaluationReply.evaluation, let nonce = policyReply.nonce else {
             throw malformed("the server sent no evaluation")
         }
-        let output = try oprfKey.finalize(blinded, using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluationBytes))
+        let output = try oprfKey.finalize(
+            blinded,
+            using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluationBytes)
+        )
         let signingKey = P256.Signing.PrivateKey()
         let sealed = try AES.GCM.seal(
             signingKey.rawRepresentation,
@@ -81,7 +85,12 @@ public struct PINAuthenticator: Authenticator {
 
         let counts = context.failureCounts ?? FailureCounts(maximum: 0, previous: 0)
         let response = await context.responder.pin(
-            PinChallenge(profile: context.profile, authenticator: descriptor, failureCounts: counts, error: context.previousError)
+            PinChallenge(
+                profile: context.profile,
+                authenticator: descriptor,
+                failureCounts: counts,
+                error: context.previousError
+            )
         )
         guard case .pin(let pin) = response else { throw GenericError(.actionCancelled) }
 
@@ -96,7 +105,10 @@ public struct PINAuthenticator: Authenticator {
         }
         let output: Data
         do {
-            output = try oprfKey.finalize(blinded, using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluationBytes))
+            output = try oprfKey.finalize(
+                blinded,
+                using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluationBytes)
+            )
         } catch {
             // The proof shows the server used another key than at enrolment: refuse to go on.
             throw AuthenticationError(
@@ -122,7 +134,9 @@ public struct PINAuthenticator: Authenticator {
         let signature = try signingKey.signature(
             for: PINCrypto.signingInput(purpose: "authenticate", profile: context.profile, nonce: nonce)
         )
-        let final = try await context.server.send(PINCrypto.encode(PINMessage(op: .prove, signature: signature.derRepresentation)))
+        let final = try await context.server.send(
+            PINCrypto.encode(PINMessage(op: .prove, signature: signature.derRepresentation))
+        )
         guard case .completed = final else { throw malformed("the server did not accept the proof") }
         return .completed(info: nil)
     }

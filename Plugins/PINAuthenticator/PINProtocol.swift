@@ -81,5 +81,7 @@ enum PINCrypto {
     }
 
     static func encode(_ value: some Encodable) throws -> Data { try JSONEncoder().encode(value) }
-    static func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws -> T { try JSONDecoder().decode(type, from: data) }
+    static func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws -> T {
+        try JSONDecoder().decode(type, from: data)
+    }
 }

@@ -48,7 +48,8 @@ public struct PINVerifier: AuthenticatorVerifier {
             )
         case .commit:
             let session = try decodeSession(request.session)
-            guard let keyBytes = session.oprfKey, let publicKeyBytes = message.publicKey, let signatureBytes = message.signature
+            guard let keyBytes = session.oprfKey, let publicKeyBytes = message.publicKey,
+                let signatureBytes = message.signature
             else { throw invalid("commit without a key or signature") }
             guard message.policyDigest == PINCrypto.policyDigest(policy) else {
                 return .failure(
@@ -84,7 +85,10 @@ public struct PINVerifier: AuthenticatorVerifier {
             let registration = try? PINCrypto.decode(PINRegistration.self, stored)
         else {
             return .failure(
-                AuthenticationFailure(AuthenticationError(.authenticatorNotRegistered, plugin: descriptor.type), countsAsAttempt: false)
+                AuthenticationFailure(
+                    AuthenticationError(.authenticatorNotRegistered, plugin: descriptor.type),
+                    countsAsAttempt: false
+                )
             )
         }
         let message = try decode(request.message)
@@ -109,12 +113,19 @@ public struct PINVerifier: AuthenticatorVerifier {
                     for: PINCrypto.signingInput(purpose: "authenticate", profile: request.profile, nonce: session.nonce)
                 )
             else {
-                return .failure(AuthenticationFailure(AuthenticationError(.invalidPin, plugin: descriptor.type), countsAsAttempt: true))
+                return .failure(
+                    AuthenticationFailure(
+                        AuthenticationError(.invalidPin, plugin: descriptor.type),
+                        countsAsAttempt: true
+                    )
+                )
             }
             return .success(AuthenticationSuccess())
         case .abandon:
             _ = try decodeSession(request.session)
-            return .failure(AuthenticationFailure(AuthenticationError(.invalidPin, plugin: descriptor.type), countsAsAttempt: true))
+            return .failure(
+                AuthenticationFailure(AuthenticationError(.invalidPin, plugin: descriptor.type), countsAsAttempt: true)
+            )
         case .policy, .commit:
             throw invalid("\(message.op.rawValue) during authentication")
         }
@@ -173,7 +184,11 @@ public enum PINAuthenticatorPlugin: AuthenticatorPlugin {
         private enum CodingKeys: String, CodingKey { case policy }
 
         public init(from decoder: any Decoder) throws {
-            policy = try decoder.container(keyedBy: CodingKeys.self).decode(PinPolicy.self, forKey: .policy, default: PinPolicy())
+            policy = try decoder.container(keyedBy: CodingKeys.self).decode(
+                PinPolicy.self,
+                forKey: .policy,
+                default: PinPolicy()
+            )
         }
     }
 

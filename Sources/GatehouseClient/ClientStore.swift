@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import GatehouseKernel
 import GRDB
+import GatehouseKernel
 
 /// The client's state in SQLite: the device registration, profiles and plugin values. Every
 /// secret (private keys, plugin values) is sealed with AES-GCM under the key store's key, with
@@ -53,7 +53,10 @@ final class ClientStore: Sendable {
         do {
             return try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key, authenticating: Data(context.utf8))
         } catch {
-            throw GenericError(.unrecoverableDataState, message: "A stored secret could not be opened; the data or its key changed.")
+            throw GenericError(
+                .unrecoverableDataState,
+                message: "A stored secret could not be opened; the data or its key changed."
+            )
         }
     }
 
@@ -65,7 +68,10 @@ final class ClientStore: Sendable {
     }
 
     func device(server: String) throws -> Device? {
-        guard let row = try queue.read({ db in try Row.fetchOne(db, sql: "SELECT * FROM device WHERE server = ?", arguments: [server]) })
+        guard
+            let row = try queue.read({ db in
+                try Row.fetchOne(db, sql: "SELECT * FROM device WHERE server = ?", arguments: [server])
+            })
         else { return nil }
         let clientID: String = row["client_id"]
         let raw = try open(row["sealed_key"], context: "device|\(server)|\(clientID)")
@@ -92,14 +98,22 @@ final class ClientStore: Sendable {
 
     func profiles(server: String) throws -> [UserProfile] {
         try queue.read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM profiles WHERE server = ? ORDER BY created_at, id", arguments: [server])
+            try String.fetchAll(
+                db,
+                sql: "SELECT id FROM profiles WHERE server = ? ORDER BY created_at, id",
+                arguments: [server]
+            )
         }.map(UserProfile.init)
     }
 
     func profile(_ id: String, server: String) throws -> StoredProfile? {
         guard
             let row = try queue.read({ db in
-                try Row.fetchOne(db, sql: "SELECT * FROM profiles WHERE id = ? AND server = ?", arguments: [id, server])
+                try Row.fetchOne(
+                    db,
+                    sql: "SELECT * FROM profiles WHERE id = ? AND server = ?",
+                    arguments: [id, server]
+                )
             })
         else { return nil }
         let raw = try open(row["sealed_key"], context: "profile|\(server)|\(id)")
@@ -111,7 +125,12 @@ final class ClientStore: Sendable {
     }
 
     /// Saves a profile and its plugin values in one transaction, replacing what the profile had.
-    func saveProfile(_ stored: StoredProfile, server: String, pluginValues: [String: [String: Data]], replacingValues: Bool) throws {
+    func saveProfile(
+        _ stored: StoredProfile,
+        server: String,
+        pluginValues: [String: [String: Data]],
+        replacingValues: Bool
+    ) throws {
         let id = stored.profile.id
         let sealedKey = try seal(stored.key.rawRepresentation, context: "profile|\(server)|\(id)")
         var sealedValues: [(String, String, Data)] = []
@@ -134,7 +153,8 @@ final class ClientStore: Sendable {
             }
             for (plugin, key, sealed) in sealedValues {
                 try db.execute(
-                    sql: "INSERT OR REPLACE INTO plugin_values (profile_id, plugin, key, sealed_value) VALUES (?, ?, ?, ?)",
+                    sql:
+                        "INSERT OR REPLACE INTO plugin_values (profile_id, plugin, key, sealed_value) VALUES (?, ?, ?, ?)",
                     arguments: [id, plugin, key, sealed]
                 )
             }

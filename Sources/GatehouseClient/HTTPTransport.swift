@@ -1,6 +1,6 @@
 public import Foundation
-public import GatehouseProtocol
 import GatehouseKernel
+public import GatehouseProtocol
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -34,7 +34,11 @@ public struct HTTPTransport: TokenServerTransport {
             case .notConnectedToInternet, .networkConnectionLost, .dataNotAllowed:
                 throw GenericError(.networkConnectivityFailure, underlying: error)
             default:
-                throw GenericError(.serverNotReachable, message: "The token server at \(baseURL) could not be reached.", underlying: error)
+                throw GenericError(
+                    .serverNotReachable,
+                    message: "The token server at \(baseURL) could not be reached.",
+                    underlying: error
+                )
             }
         }
         guard let http = response as? HTTPURLResponse else { throw GenericError(.serverNotReachable) }

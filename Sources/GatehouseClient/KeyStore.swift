@@ -23,7 +23,10 @@ public struct FileKeyStore: KeyStore {
             }
             let permissions = (try? manager.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? 0
             guard permissions & 0o077 == 0 else {
-                throw KeyStoreError(path: path, problem: "the key file is readable by others (mode \(String(permissions, radix: 8)))")
+                throw KeyStoreError(
+                    path: path,
+                    problem: "the key file is readable by others (mode \(String(permissions, radix: 8)))"
+                )
             }
             return SymmetricKey(data: data)
         }

@@ -102,14 +102,24 @@ public actor UserClient {
         defer { busy = false }
         let device = try await registeredDevice()
         let offered: ServerConfigurationResponse = try await call("GET", Endpoint.configuration)
-        guard let provider = offered.identityProviders.first(where: { identityProvider == nil ? $0.isDefault : $0.id == identityProvider })
+        guard
+            let provider = offered.identityProviders.first(where: {
+                identityProvider == nil ? $0.isDefault : $0.id == identityProvider
+            })
         else {
-            throw RegistrationError(.invalidIdentityProvider, message: "The server offers no identity provider \"\(identityProvider ?? "")\".")
+            throw RegistrationError(
+                .invalidIdentityProvider,
+                message: "The server offers no identity provider \"\(identityProvider ?? "")\"."
+            )
         }
-        guard let clientHalf = configuration.plugins.identityProviders.first(where: { $0.descriptor.id == provider.id }),
+        guard
+            let clientHalf = configuration.plugins.identityProviders.first(where: { $0.descriptor.id == provider.id }),
             let registrar = clientHalf.identityProvider
         else {
-            throw RegistrationError(.invalidIdentityProvider, message: "The app has no plugin for the identity provider \"\(provider.id)\".")
+            throw RegistrationError(
+                .invalidIdentityProvider,
+                message: "The app has no plugin for the identity provider \"\(provider.id)\"."
+            )
         }
         let profileKey = P256.Signing.PrivateKey()
         let start: FlowResponse
@@ -136,7 +146,9 @@ public actor UserClient {
             RegistrationContext(scopes: scopes, server: conversation(channel), responder: responder)
         )
         let afterIdentity = await channel.last
-        guard afterIdentity.stage == .pinEnrolment, let profileID = afterIdentity.profileID, let pinID = afterIdentity.plugin else {
+        guard afterIdentity.stage == .pinEnrolment, let profileID = afterIdentity.profileID,
+            let pinID = afterIdentity.plugin
+        else {
             throw GenericError(.requestInvalid, message: "The server did not move the registration on to the PIN.")
         }
         let profile = UserProfile(id: profileID)
@@ -155,8 +167,15 @@ public actor UserClient {
             replacingValues: true
         )
         session = Session(profile: profile, key: profileKey, tokens: tokens)
-        configuration.logger.info("User registered", metadata: ["profile": "\(profileID)", "identityProvider": "\(provider.id)"])
-        return RegistrationSuccess(profile: profile, identityProvider: clientHalf.descriptor, info: result.info ?? afterIdentity.info)
+        configuration.logger.info(
+            "User registered",
+            metadata: ["profile": "\(profileID)", "identityProvider": "\(provider.id)"]
+        )
+        return RegistrationSuccess(
+            profile: profile,
+            identityProvider: clientHalf.descriptor,
+            info: result.info ?? afterIdentity.info
+        )
     }
 
     // MARK: - Authentication
@@ -174,7 +193,10 @@ public actor UserClient {
         try begin()
         defer { busy = false }
         guard let stored = try store.profile(profile.id, server: server) else {
-            throw GenericError(.userDeregistered, message: "The profile \(profile.id) is not registered on this device.")
+            throw GenericError(
+                .userDeregistered,
+                message: "The profile \(profile.id) is not registered on this device."
+            )
         }
         if session != nil { await endSession() }
         let pinID = try pinAuthenticatorID()
@@ -203,7 +225,9 @@ public actor UserClient {
             )
             let result: AuthenticatorResult
             do {
-                result = try await deregisteringOnRefusal(profile) { try await self.authenticator(currentID).authenticate(context) }
+                result = try await deregisteringOnRefusal(profile) {
+                    try await self.authenticator(currentID).authenticate(context)
+                }
             } catch let error as AuthenticationError where error.code == .invalidPin {
                 previousError = error
                 continue
@@ -212,7 +236,10 @@ public actor UserClient {
             case .completed(let info):
                 let done = await channel.last
                 guard let tokens = done.tokens else {
-                    throw GenericError(.requestInvalid, message: "The server finished the authentication without a session.")
+                    throw GenericError(
+                        .requestInvalid,
+                        message: "The server finished the authentication without a session."
+                    )
                 }
                 session = Session(profile: profile, key: stored.key, tokens: tokens)
                 return info ?? done.info
@@ -299,12 +326,22 @@ public actor UserClient {
             }
             let staged = StagedPluginStorage([:])
             _ = try await authenticator(pinID).enroll(
-                AuthenticatorContext(profile: profile, storage: staged, server: conversation(channel), responder: responder)
+                AuthenticatorContext(
+                    profile: profile,
+                    storage: staged,
+                    server: conversation(channel),
+                    responder: responder
+                )
             )
             guard await channel.last.stage == .done, let stored = try store.profile(profile.id, server: server) else {
                 throw GenericError(.requestInvalid, message: "The server did not finish the PIN change.")
             }
-            try store.saveProfile(stored, server: server, pluginValues: [pinID: await staged.values], replacingValues: true)
+            try store.saveProfile(
+                stored,
+                server: server,
+                pluginValues: [pinID: await staged.values],
+                replacingValues: true
+            )
             return
         }
     }
@@ -313,7 +350,9 @@ public actor UserClient {
 
     /// Calls the server's example protected resource with the session's DPoP-bound token.
     public func fetchProfileResource() async throws -> ProfileResource {
-        try await authorized { token, key in try await self.call("GET", Endpoint.profileResource, key: key, accessToken: token) }
+        try await authorized { token, key in
+            try await self.call("GET", Endpoint.profileResource, key: key, accessToken: token)
+        }
     }
 
     /// Rotates the session's tokens with its refresh token.
@@ -329,7 +368,10 @@ public actor UserClient {
             session?.tokens = tokens
         } catch let error as any DomainError where error.codeName != GenericError.Code.serverNotReachable.name {
             session = nil
-            throw AuthenticationError(.userNotAuthenticated, message: "The session ended (\(error.message)); authenticate again.")
+            throw AuthenticationError(
+                .userNotAuthenticated,
+                message: "The session ended (\(error.message)); authenticate again."
+            )
         }
     }
 
@@ -339,7 +381,13 @@ public actor UserClient {
     /// A DPoP proof for a request to one of the app's own resource servers.
     public func dpopProof(method: String, url: String) throws -> String {
         guard let current = session else { throw AuthenticationError(.userNotAuthenticated) }
-        return try DPoP.proof(method: method, url: url, accessToken: current.tokens.accessToken, key: current.key, now: configuration.clock.now)
+        return try DPoP.proof(
+            method: method,
+            url: url,
+            accessToken: current.tokens.accessToken,
+            key: current.key,
+            now: configuration.clock.now
+        )
     }
 
     // MARK: - Internals
@@ -367,7 +415,10 @@ public actor UserClient {
         } catch let error as GenericError where error.code == .userDeregistered {
             try store.removeProfile(profile.id)
             if session?.profile == profile { session = nil }
-            configuration.logger.notice("Profile removed: the server deregistered the user", metadata: ["profile": "\(profile.id)"])
+            configuration.logger.notice(
+                "Profile removed: the server deregistered the user",
+                metadata: ["profile": "\(profile.id)"]
+            )
             throw error
         }
     }
@@ -406,7 +457,10 @@ public actor UserClient {
     }
 
     private func authenticator(_ id: String) throws -> any Authenticator {
-        guard let authenticator = configuration.plugins.authenticators.first(where: { $0.descriptor.id == id })?.authenticator else {
+        guard
+            let authenticator = configuration.plugins.authenticators.first(where: { $0.descriptor.id == id })?
+                .authenticator
+        else {
             throw AuthenticationError(.authenticatorNotRegistered, message: "The app has no authenticator \"\(id)\".")
         }
         return authenticator
@@ -459,7 +513,9 @@ public actor UserClient {
             )
         }
         if let accessToken { headers["Authorization"] = "DPoP \(accessToken)" }
-        let response = try await configuration.transport.send(WireRequest(method: method, path: path, headers: headers, body: data))
+        let response = try await configuration.transport.send(
+            WireRequest(method: method, path: path, headers: headers, body: data)
+        )
         guard (200..<300).contains(response.status) else {
             guard let error = try? WireCoding.decode(ErrorBody.self, from: response.body) else {
                 throw GenericError(.unknown, message: "The server answered HTTP \(response.status).")

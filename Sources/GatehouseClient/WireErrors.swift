@@ -9,12 +9,15 @@ enum WireErrors {
         let message = body.errorDescription
         if let code = body.gatehouseCode {
             for candidate: GenericError.Code in [
-                .networkConnectivityFailure, .serverNotReachable, .deviceDeregistered, .userDeregistered, .actionCancelled,
+                .networkConnectivityFailure, .serverNotReachable, .deviceDeregistered, .userDeregistered,
+                .actionCancelled,
                 .actionAlreadyInProgress, .unknown, .configurationInvalid, .requestInvalid,
             ] where candidate.rawValue == code {
                 return GenericError(candidate, message: message, details: details)
             }
-            for candidate: PinValidationError.Code in [.blacklisted, .sequence, .similarDigits, .tooShort, .tooLong, .notNumeric]
+            for candidate: PinValidationError.Code in [
+                .blacklisted, .sequence, .similarDigits, .tooShort, .tooLong, .notNumeric,
+            ]
             where candidate.rawValue == code {
                 return PinValidationError(candidate, message: message, details: details)
             }

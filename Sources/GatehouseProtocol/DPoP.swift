@@ -135,13 +135,21 @@ public enum DPoP {
         guard abs(issuedAt.timeIntervalSince(now)) <= allowedClockSkew else {
             throw Refusal(reason: "the DPoP proof is too old or from the future; check the device clock")
         }
-        guard (16...64).contains(claims.jti.utf8.count) else { throw Refusal(reason: "the DPoP proof's jti is malformed") }
+        guard (16...64).contains(claims.jti.utf8.count) else {
+            throw Refusal(reason: "the DPoP proof's jti is malformed")
+        }
         if let accessToken {
-            guard let ath = claims.ath, constantTimeEquals(Data(ath.utf8), Data(accessTokenHash(accessToken).utf8)) else {
+            guard let ath = claims.ath, constantTimeEquals(Data(ath.utf8), Data(accessTokenHash(accessToken).utf8))
+            else {
                 throw Refusal(reason: "the DPoP proof is not bound to this access token")
             }
         }
-        return VerifiedProof(keyThumbprint: header.jwk.thumbprint, publicKey: header.jwk, jti: claims.jti, issuedAt: issuedAt)
+        return VerifiedProof(
+            keyThumbprint: header.jwk.thumbprint,
+            publicKey: header.jwk,
+            jti: claims.jti,
+            issuedAt: issuedAt
+        )
     }
 }
 

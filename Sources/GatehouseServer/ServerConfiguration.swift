@@ -66,7 +66,12 @@ public struct ServerConfiguration: Decodable, Sendable {
         guard !clients.isEmpty else { throw container.invalid(.clients, "list at least one client") }
         defaultIdentityProvider = try container.decodeIfPresent(String.self, forKey: .defaultIdentityProvider)
         accessTokenLifetime = try container.decode(Int.self, forKey: .accessTokenLifetime, default: 300, in: 10...86400)
-        refreshTokenLifetime = try container.decode(Int.self, forKey: .refreshTokenLifetime, default: 86400, in: 60...31_536_000)
+        refreshTokenLifetime = try container.decode(
+            Int.self,
+            forKey: .refreshTokenLifetime,
+            default: 86400,
+            in: 60...31_536_000
+        )
         flowLifetime = try container.decode(Int.self, forKey: .flowLifetime, default: 300, in: 10...3600)
         maxPinFailures = try container.decode(Int.self, forKey: .maxPinFailures, default: 5, in: 0...100)
         maxRequestBytes = try container.decode(Int.self, forKey: .maxRequestBytes, default: 65536, in: 1024...1_048_576)

@@ -13,7 +13,9 @@ struct ServerError: Error {
         self.body = ErrorBody(error: error, errorDescription: description, gatehouseCode: code)
     }
 
-    static func invalidRequest(_ description: String) -> ServerError { ServerError(400, "invalid_request", description) }
+    static func invalidRequest(_ description: String) -> ServerError {
+        ServerError(400, "invalid_request", description)
+    }
     static func invalidProof(_ description: String) -> ServerError {
         var error = ServerError(401, "invalid_dpop_proof", description)
         error.headers["WWW-Authenticate"] = #"DPoP error="invalid_dpop_proof""#
@@ -40,7 +42,8 @@ struct ServerError: Error {
             case (GenericDomain.name, GenericError.Code.configurationInvalid.rawValue): (500, "server_error")
             case (RegistrationDomain.name, RegistrationError.Code.externalIdentityProviderFailure.rawValue):
                 (502, "temporarily_unavailable")
-            case (RegistrationDomain.name, RegistrationError.Code.invalidIdentityProvider.rawValue): (400, "invalid_request")
+            case (RegistrationDomain.name, RegistrationError.Code.invalidIdentityProvider.rawValue):
+                (400, "invalid_request")
             default: (400, "invalid_grant")
             }
         self.status = status

@@ -1,7 +1,7 @@
 import Foundation
+import GRDB
 import GatehouseKernel
 import GatehouseProtocol
-import GRDB
 import Logging
 
 /// A flow as stored: who may continue it, where it stands, and its plugin's session.
@@ -56,7 +56,6 @@ enum Decision<Value: Sendable>: Sendable {
     }
 }
 
-extension ServerError: @unchecked Sendable {}
 
 extension TokenServer {
     // MARK: - Starting flows
@@ -67,7 +66,9 @@ extension TokenServer {
         let provider: HostedIdentityProvider
         if let id = body.identityProvider {
             guard let named = identityProviders.first(where: { $0.descriptor.id == id }) else {
-                throw ServerError(RegistrationError(.invalidIdentityProvider, message: "There is no identity provider \"\(id)\"."))
+                throw ServerError(
+                    RegistrationError(.invalidIdentityProvider, message: "There is no identity provider \"\(id)\".")
+                )
             }
             provider = named
         } else {
@@ -80,8 +81,20 @@ extension TokenServer {
         let now = now
         let expires = now + Double(configuration.flowLifetime)
         try await store.pool.write { db in
-            guard let client = try Row.fetchOne(db, sql: "SELECT app_id, key_thumbprint FROM clients WHERE id = ?", arguments: [body.clientID])
-            else { throw ServerError(401, "invalid_client", "The client is not registered; register the device again.", code: 9002) }
+            guard
+                let client = try Row.fetchOne(
+                    db,
+                    sql: "SELECT app_id, key_thumbprint FROM clients WHERE id = ?",
+                    arguments: [body.clientID]
+                )
+            else {
+                throw ServerError(
+                    401,
+                    "invalid_client",
+                    "The client is not registered; register the device again.",
+                    code: 9002
+                )
+            }
             guard client["key_thumbprint"] == proof.keyThumbprint else {
                 throw ServerError.invalidProof("The DPoP proof is not signed by the client's key.")
             }
@@ -148,7 +161,9 @@ extension TokenServer {
     private func authenticator(named id: String?) throws -> HostedAuthenticator {
         guard let id else { return pinAuthenticator }
         guard let found = authenticators.first(where: { $0.descriptor.id == id }) else {
-            throw ServerError(AuthenticationError(.authenticatorNotRegistered, message: "There is no authenticator \"\(id)\"."))
+            throw ServerError(
+                AuthenticationError(.authenticatorNotRegistered, message: "There is no authenticator \"\(id)\".")
+            )
         }
         return found
     }
@@ -165,7 +180,8 @@ extension TokenServer {
         let expires = now + Double(configuration.flowLifetime)
         let pluginID = authenticator.descriptor.id
         let decision = try await store.pool.write { db -> Decision<Int> in
-            guard let profile = try Row.fetchOne(db, sql: "SELECT * FROM profiles WHERE id = ?", arguments: [profileID]) else {
+            guard let profile = try Row.fetchOne(db, sql: "SELECT * FROM profiles WHERE id = ?", arguments: [profileID])
+            else {
                 return .refuse(.userDeregistered)
             }
             guard profile["key_thumbprint"] == proof.keyThumbprint else {
@@ -191,7 +207,8 @@ extension TokenServer {
                     VALUES (?, ?, ?, ?, 'authentication', ?, ?, ?, ?)
                     """,
                 arguments: [
-                    flowID, kind.rawValue, profile["client_id"] as String, profileID, pluginID, profile["scope"] as String,
+                    flowID, kind.rawValue, profile["client_id"] as String, profileID, pluginID,
+                    profile["scope"] as String,
                     proof.keyThumbprint, expires,
                 ]
             )
@@ -216,7 +233,8 @@ extension TokenServer {
         let now = now
         // Read the flow; nothing is written until the plugin has answered.
         let loaded = try await store.pool.read { db -> (FlowRecord, Data?) in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id]), let flow = FlowRecord(row)
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id]),
+                let flow = FlowRecord(row)
             else { throw ServerError(404, "not_found", "The flow does not exist; start again.") }
             guard flow.keyThumbprint == proof.keyThumbprint else {
                 throw ServerError.invalidProof("The DPoP proof is not signed by the key that started the flow.")
@@ -252,7 +270,12 @@ extension TokenServer {
                 throw ServerError(500, "server_error", "The flow's identity provider is no longer configured.")
             }
             let outcome = try await provider.host.handle(
-                RegistrationStepRequest(message: message, session: flow.session, scopes: flow.scope.split(separator: " ").map(String.init), now: clock.now)
+                RegistrationStepRequest(
+                    message: message,
+                    session: flow.session,
+                    scopes: flow.scope.split(separator: " ").map(String.init),
+                    now: clock.now
+                )
             )
             return try await applyIdentity(outcome, flow: flow, proof: proof)
         case .pinEnrolment:
@@ -289,13 +312,21 @@ extension TokenServer {
     /// Claims the flow for this step: succeeds only if nobody moved it on since it was read, so
     /// each step (and each single-use nonce) is used at most once, even by concurrent requests.
     private func claim(_ flow: FlowRecord, _ db: Database) throws {
-        try db.execute(sql: "UPDATE flows SET version = version + 1 WHERE id = ? AND version = ?", arguments: [flow.id, flow.version])
+        try db.execute(
+            sql: "UPDATE flows SET version = version + 1 WHERE id = ? AND version = ?",
+            arguments: [flow.id, flow.version]
+        )
         guard db.changesCount == 1 else {
             throw ServerError(409, "invalid_request", "The flow was continued by another request.")
         }
     }
 
-    private func continueFlow(_ flow: FlowRecord, challenge payload: Data, session: Data, _ db: Database) throws -> FlowResponse {
+    private func continueFlow(
+        _ flow: FlowRecord,
+        challenge payload: Data,
+        session: Data,
+        _ db: Database
+    ) throws -> FlowResponse {
         try db.execute(sql: "UPDATE flows SET session = ? WHERE id = ?", arguments: [session, flow.id])
         var response = FlowResponse(flowID: flow.id, stage: flow.stage)
         response.plugin = flow.plugin
@@ -304,7 +335,11 @@ extension TokenServer {
         return response
     }
 
-    private func applyIdentity(_ outcome: RegistrationOutcome, flow: FlowRecord, proof: DPoP.VerifiedProof) async throws -> WireResponse {
+    private func applyIdentity(
+        _ outcome: RegistrationOutcome,
+        flow: FlowRecord,
+        proof: DPoP.VerifiedProof
+    ) async throws -> WireResponse {
         let pinID = pinAuthenticator.descriptor.id
         let decision = try await store.pool.write { db -> Decision<FlowResponse> in
             try self.recordProof(proof, db)
@@ -320,7 +355,8 @@ extension TokenServer {
                 )
                 let profileID = try existing ?? self.newProfileID(db)
                 try db.execute(
-                    sql: "UPDATE flows SET stage = 'pinEnrolment', plugin = ?, session = NULL, profile_id = ?, subject = ? WHERE id = ?",
+                    sql:
+                        "UPDATE flows SET stage = 'pinEnrolment', plugin = ?, session = NULL, profile_id = ?, subject = ? WHERE id = ?",
                     arguments: [pinID, profileID, identity.subject, flow.id]
                 )
                 var response = FlowResponse(flowID: flow.id, stage: .pinEnrolment)
@@ -352,14 +388,20 @@ extension TokenServer {
         throw ServerError(503, "temporarily_unavailable", "Could not allocate a profile id; try again.")
     }
 
-    private func applyEnrolment(_ outcome: AuthenticationOutcome, flow: FlowRecord, proof: DPoP.VerifiedProof) async throws -> WireResponse {
+    private func applyEnrolment(
+        _ outcome: AuthenticationOutcome,
+        flow: FlowRecord,
+        proof: DPoP.VerifiedProof
+    ) async throws -> WireResponse {
         let now = now
         let decision = try await store.pool.write { db -> Decision<FlowResponse> in
             try self.recordProof(proof, db)
             try self.claim(flow, db)
             switch outcome {
             case .challenge(let challenge):
-                return .proceed(try self.continueFlow(flow, challenge: challenge.payload, session: challenge.session, db))
+                return .proceed(
+                    try self.continueFlow(flow, challenge: challenge.payload, session: challenge.session, db)
+                )
             case .success(let success):
                 guard let profileID = flow.profileID, let registration = success.registration else {
                     throw ServerError(500, "server_error", "The PIN enrolment produced no registration.")
@@ -368,7 +410,9 @@ extension TokenServer {
                 response.completedStage = .pinEnrolment
                 response.profileID = profileID
                 if flow.kind == .registration {
-                    guard let subject = flow.subject, let identityProvider = flow.identityProvider, let profileKey = flow.profileKey else {
+                    guard let subject = flow.subject, let identityProvider = flow.identityProvider,
+                        let profileKey = flow.profileKey
+                    else {
                         throw ServerError(500, "server_error", "The registration flow is incomplete.")
                     }
                     // A re-registration replaces the device key: the old profile's sessions end.
@@ -381,7 +425,13 @@ extension TokenServer {
                             """,
                         arguments: [profileID, flow.clientID, identityProvider, subject, flow.scope, profileKey, now]
                     )
-                    response.tokens = try self.issueTokens(profileID: profileID, keyThumbprint: profileKey, scope: flow.scope, family: nil, db)
+                    response.tokens = try self.issueTokens(
+                        profileID: profileID,
+                        keyThumbprint: profileKey,
+                        scope: flow.scope,
+                        family: nil,
+                        db
+                    )
                 } else {
                     try db.execute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [profileID])
                 }
@@ -434,7 +484,9 @@ extension TokenServer {
                     }
                     try db.execute(sql: "UPDATE flows SET attempt_reserved = 1 WHERE id = ?", arguments: [flow.id])
                 }
-                return .proceed(try self.continueFlow(flow, challenge: challenge.payload, session: challenge.session, db))
+                return .proceed(
+                    try self.continueFlow(flow, challenge: challenge.payload, session: challenge.session, db)
+                )
             case .success(let success):
                 try db.execute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [profileID])
                 if let registration = success.registration {
@@ -449,7 +501,8 @@ extension TokenServer {
                 response.info = success.info
                 if flow.kind == .changePin {
                     try db.execute(
-                        sql: "UPDATE flows SET stage = 'pinEnrolment', plugin = ?, session = NULL, attempt_reserved = 0 WHERE id = ?",
+                        sql:
+                            "UPDATE flows SET stage = 'pinEnrolment', plugin = ?, session = NULL, attempt_reserved = 0 WHERE id = ?",
                         arguments: [pinID, flow.id]
                     )
                     response.stage = .pinEnrolment
@@ -473,13 +526,16 @@ extension TokenServer {
                         arguments: [profileID, maximum, maximum]
                     )
                 }
-                let failures = try Int.fetchOne(db, sql: "SELECT failures FROM profiles WHERE id = ?", arguments: [profileID]) ?? 0
+                let failures =
+                    try Int.fetchOne(db, sql: "SELECT failures FROM profiles WHERE id = ?", arguments: [profileID]) ?? 0
                 if failure.countsAsAttempt, maximum > 0, failures >= maximum {
                     try self.deregisterProfile(profileID, db)
                     return .refuse(.userDeregistered)
                 }
                 var error = failure.error
-                if failure.countsAsAttempt { error.details.remainingFailureCount = maximum == 0 ? nil : maximum - failures }
+                if failure.countsAsAttempt {
+                    error.details.remainingFailureCount = maximum == 0 ? nil : maximum - failures
+                }
                 return .refuse(ServerError(error, failureCounts: FailureCounts(maximum: maximum, previous: failures)))
             case .notApplicable:
                 throw ServerError.invalidRequest("The authenticator did not accept the message.")

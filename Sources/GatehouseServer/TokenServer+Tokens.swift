@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
+import GRDB
 import GatehouseKernel
 import GatehouseProtocol
-import GRDB
 import Logging
 
 /// A valid access token's session.
@@ -17,23 +17,35 @@ extension TokenServer {
     static func tokenHash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 
     /// Issues an access and a refresh token bound to `keyThumbprint`, in `family` or a new one.
-    func issueTokens(profileID: String, keyThumbprint: String, scope: String, family: String?, _ db: Database) throws -> TokenResponse {
+    func issueTokens(
+        profileID: String,
+        keyThumbprint: String,
+        scope: String,
+        family: String?,
+        _ db: Database
+    ) throws -> TokenResponse {
         let now = now
         let familyID = family ?? Data.random(count: 16).base64URLEncodedString
         if family == nil {
-            try db.execute(sql: "INSERT INTO families (id, profile_id) VALUES (?, ?)", arguments: [familyID, profileID])
+            try db.execute(
+                sql: "INSERT INTO families (id, profile_id) VALUES (?, ?)",
+                arguments: [familyID, profileID]
+            )
         }
         let access = Data.random(count: 32).base64URLEncodedString
         let refresh = Data.random(count: 32).base64URLEncodedString
         for (token, kind, lifetime) in [
-            (access, "access", configuration.accessTokenLifetime), (refresh, "refresh", configuration.refreshTokenLifetime),
+            (access, "access", configuration.accessTokenLifetime),
+            (refresh, "refresh", configuration.refreshTokenLifetime),
         ] {
             try db.execute(
                 sql: """
                     INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, expires_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [Self.tokenHash(token), kind, familyID, profileID, keyThumbprint, scope, now + Double(lifetime)]
+                arguments: [
+                    Self.tokenHash(token), kind, familyID, profileID, keyThumbprint, scope, now + Double(lifetime),
+                ]
             )
         }
         return TokenResponse(
@@ -114,17 +126,25 @@ extension TokenServer {
             guard !(row["revoked"] as Bool), !(row["family_revoked"] as Bool) else {
                 return .refuse(.invalidGrant("The refresh token was revoked."))
             }
-            guard (row["expires_at"] as Double) > now else { return .refuse(.invalidGrant("The refresh token expired.")) }
+            guard (row["expires_at"] as Double) > now else {
+                return .refuse(.invalidGrant("The refresh token expired."))
+            }
             let family: String = row["family"]
             try self.recordProof(proof, db)
             if (row["used_at"] as Double?) != nil {
                 // Reuse of a rotated token: someone holds a copy. End the whole session (RFC 9700 §4.14.2).
                 try db.execute(sql: "UPDATE families SET revoked = 1 WHERE id = ?", arguments: [family])
                 try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE family = ?", arguments: [family])
-                self.logger.warning("Refresh token reused; session revoked", metadata: ["profile": "\(row["profile_id"] as String)"])
+                self.logger.warning(
+                    "Refresh token reused; session revoked",
+                    metadata: ["profile": "\(row["profile_id"] as String)"]
+                )
                 return .refuse(.invalidGrant("The refresh token was already used; the session was revoked."))
             }
-            try db.execute(sql: "UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL", arguments: [now, row["hash"] as Data])
+            try db.execute(
+                sql: "UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL",
+                arguments: [now, row["hash"] as Data]
+            )
             return .proceed(
                 try self.issueTokens(
                     profileID: row["profile_id"],
@@ -143,19 +163,35 @@ extension TokenServer {
         guard [nil, "access_token", "refresh_token"].contains(body.tokenTypeHint) else {
             throw ServerError(400, "unsupported_token_type", "token_type_hint must be access_token or refresh_token.")
         }
-        guard !body.token.isEmpty, body.token.utf8.count <= 512 else { throw ServerError.invalidRequest("Invalid field token: empty.") }
+        guard !body.token.isEmpty, body.token.utf8.count <= 512 else {
+            throw ServerError.invalidRequest("Invalid field token: empty.")
+        }
         let proof = try proof(request)
         try await store.pool.write { db in
             try self.recordProof(proof, db)
             // RFC 7009: unknown, foreign and already revoked tokens all answer 200, and change nothing.
-            guard let row = try Row.fetchOne(db, sql: "SELECT kind, family, key_thumbprint FROM tokens WHERE hash = ?", arguments: [Self.tokenHash(body.token)]),
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT kind, family, key_thumbprint FROM tokens WHERE hash = ?",
+                    arguments: [Self.tokenHash(body.token)]
+                ),
                 row["key_thumbprint"] == proof.keyThumbprint
             else { return }
             if row["kind"] == "refresh" {
-                try db.execute(sql: "UPDATE families SET revoked = 1 WHERE id = ?", arguments: [row["family"] as String])
-                try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE family = ?", arguments: [row["family"] as String])
+                try db.execute(
+                    sql: "UPDATE families SET revoked = 1 WHERE id = ?",
+                    arguments: [row["family"] as String]
+                )
+                try db.execute(
+                    sql: "UPDATE tokens SET revoked = 1 WHERE family = ?",
+                    arguments: [row["family"] as String]
+                )
             } else {
-                try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?", arguments: [Self.tokenHash(body.token)])
+                try db.execute(
+                    sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?",
+                    arguments: [Self.tokenHash(body.token)]
+                )
             }
         }
         return try json([String: String]())
@@ -165,7 +201,13 @@ extension TokenServer {
         let body = try decodeBody(DeregistrationRequest.self, request)
         let proof = try proof(request)
         try await store.pool.write { db in
-            guard let key = try String.fetchOne(db, sql: "SELECT key_thumbprint FROM profiles WHERE id = ?", arguments: [body.profileID]) else {
+            guard
+                let key = try String.fetchOne(
+                    db,
+                    sql: "SELECT key_thumbprint FROM profiles WHERE id = ?",
+                    arguments: [body.profileID]
+                )
+            else {
                 return  // already gone: deregistration is idempotent
             }
             guard key == proof.keyThumbprint else {

@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
+import GRDB
 public import GatehouseKernel
 public import GatehouseProtocol
-import GRDB
 import Logging
 
 /// The token server: registration through identity providers, PIN enrolment and authentication,
@@ -38,10 +38,18 @@ public final class TokenServer: Sendable {
             loaded.host.map { HostedIdentityProvider(descriptor: loaded.descriptor, host: $0) }
         }
         guard let pin = authenticators.first(where: { $0.descriptor.type == "pin" }) else {
-            throw ManifestError(source: manifest.source, path: "authenticators", problem: "a \"pin\" authenticator is required")
+            throw ManifestError(
+                source: manifest.source,
+                path: "authenticators",
+                problem: "a \"pin\" authenticator is required"
+            )
         }
         guard let firstProvider = identityProviders.first else {
-            throw ManifestError(source: manifest.source, path: "identityProviders", problem: "at least one identity provider is required")
+            throw ManifestError(
+                source: manifest.source,
+                path: "identityProviders",
+                problem: "at least one identity provider is required"
+            )
         }
         if let name = configuration.defaultIdentityProvider {
             guard let provider = identityProviders.first(where: { $0.descriptor.id == name }) else {
@@ -68,12 +76,18 @@ public final class TokenServer: Sendable {
         do {
             return try await route(request)
         } catch let error as ServerError {
-            logger.debug("Refused", metadata: ["path": "\(request.path)", "status": "\(error.status)", "error": "\(error.body.error)"])
+            logger.debug(
+                "Refused",
+                metadata: ["path": "\(request.path)", "status": "\(error.status)", "error": "\(error.body.error)"]
+            )
             return error.response
         } catch let error as any DomainError {
             return ServerError(error).response
         } catch {
-            logger.error("Request failed", metadata: ["path": "\(request.path)", "error": "\(String(reflecting: error))"])
+            logger.error(
+                "Request failed",
+                metadata: ["path": "\(request.path)", "error": "\(String(reflecting: error))"]
+            )
             return ServerError(500, "server_error", "The server could not complete the request.").response
         }
     }
@@ -135,9 +149,14 @@ public final class TokenServer: Sendable {
     /// field named in the message. Unknown fields are refused.
     func decodeBody<T: Decodable>(_ type: T.Type, _ request: WireRequest) throws -> T {
         guard request.body.count <= configuration.maxRequestBytes else {
-            throw ServerError(413, "invalid_request", "The request body is larger than \(configuration.maxRequestBytes) bytes.")
+            throw ServerError(
+                413,
+                "invalid_request",
+                "The request body is larger than \(configuration.maxRequestBytes) bytes."
+            )
         }
-        guard let contentType = request.header("Content-Type")?.lowercased(), contentType.hasPrefix("application/json") else {
+        guard let contentType = request.header("Content-Type")?.lowercased(), contentType.hasPrefix("application/json")
+        else {
             throw ServerError(415, "invalid_request", "The request body must be JSON (Content-Type: application/json).")
         }
         let value: ConfigValue
@@ -210,7 +229,9 @@ public final class TokenServer: Sendable {
                     isDefault: $0.descriptor.id == defaultIdentityProvider.descriptor.id
                 )
             },
-            authenticators: authenticators.map { .init(id: $0.descriptor.id, type: $0.descriptor.type.rawValue, name: $0.descriptor.name) },
+            authenticators: authenticators.map {
+                .init(id: $0.descriptor.id, type: $0.descriptor.type.rawValue, name: $0.descriptor.name)
+            },
             maxPinFailures: configuration.maxPinFailures
         )
     }
@@ -218,7 +239,9 @@ public final class TokenServer: Sendable {
     private func registerClient(_ request: WireRequest) async throws -> WireResponse {
         let body = try decodeBody(ClientRegistrationRequest.self, request)
         let proof = try proof(request)
-        guard body.publicKey.publicKey() != nil else { throw ServerError.invalidRequest("public_key is not a P-256 key.") }
+        guard body.publicKey.publicKey() != nil else {
+            throw ServerError.invalidRequest("public_key is not a P-256 key.")
+        }
         guard proof.keyThumbprint == body.publicKey.thumbprint else {
             throw ServerError.invalidProof("The DPoP proof must be signed by the key being registered.")
         }

@@ -46,7 +46,12 @@ public actor AuthenticatorHarness {
     /// Enrols the authenticator, answering challenges with `responder`.
     public func enroll(responder: any ChallengeResponder) async throws -> AuthenticatorResult {
         session = nil
-        let context = AuthenticatorContext(profile: profile, storage: storage, server: conversation(enrolling: true), responder: responder)
+        let context = AuthenticatorContext(
+            profile: profile,
+            storage: storage,
+            server: conversation(enrolling: true),
+            responder: responder
+        )
         return try await authenticator.enroll(context)
     }
 
@@ -113,7 +118,11 @@ public actor IdentityProviderHarness {
 
     private var session: Data?
 
-    public init(identityProvider: any IdentityProvider, host: any IdentityProviderHost, clock: any WallClock = ManualClock()) {
+    public init(
+        identityProvider: any IdentityProvider,
+        host: any IdentityProviderHost,
+        clock: any WallClock = ManualClock()
+    ) {
         self.identityProvider = identityProvider
         self.host = host
         self.clock = clock
@@ -132,12 +141,16 @@ public actor IdentityProviderHarness {
         session = nil
         identity = nil
         let server = ServerConversation { message in try await self.deliver(message, scopes: scopes) }
-        return try await identityProvider.register(RegistrationContext(scopes: scopes, server: server, responder: responder))
+        return try await identityProvider.register(
+            RegistrationContext(scopes: scopes, server: server, responder: responder)
+        )
     }
 
     private func deliver(_ message: Data, scopes: [String]) async throws -> ServerReply {
         sentMessages.append(message)
-        let outcome = try await host.handle(RegistrationStepRequest(message: message, session: session, scopes: scopes, now: clock.now))
+        let outcome = try await host.handle(
+            RegistrationStepRequest(message: message, session: session, scopes: scopes, now: clock.now)
+        )
         switch outcome {
         case .challenge(let payload, let newSession):
             session = newSession

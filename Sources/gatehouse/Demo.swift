@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import GatehouseClient
 import GatehouseKernel
-import GatehouseProtocol
 import GatehousePlugins
+import GatehouseProtocol
 import GatehouseServer
 
 struct Demo: AsyncParsableCommand {
@@ -25,8 +25,11 @@ struct Demo: AsyncParsableCommand {
     }
 
     private func demo() async throws {
-        let directory = dataDir.map { URL(fileURLWithPath: $0) }
-            ?? FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-demo-\(UUID().uuidString.prefix(8))")
+        let directory =
+            dataDir.map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+                "gatehouse-demo-\(UUID().uuidString.prefix(8))"
+            )
         let logger = CommandSupport.logger("gatehouse.demo")
         let manifest = try CommandSupport.manifest(manifest.manifest)
         let registry = try PluginRegistry.builtIn
@@ -52,8 +55,10 @@ struct Demo: AsyncParsableCommand {
         print("\n1. Register through the server's default identity provider")
         await delegate.plan(createPins: [.weak("123456"), .strong("258147")])
         let registration = try await client.registerUser(scopes: ["read"], delegate: delegate)
-        print("   ✓ registered profile \(registration.profile.id) with \(registration.identityProvider.name)"
-            + (registration.info.map { " — the API said: \($0.data ?? "") (status \($0.status))" } ?? ""))
+        print(
+            "   ✓ registered profile \(registration.profile.id) with \(registration.identityProvider.name)"
+                + (registration.info.map { " — the API said: \($0.data ?? "") (status \($0.status))" } ?? "")
+        )
 
         print("\n2. Authenticate with the PIN")
         await delegate.plan(pins: [.strong("258147")])
@@ -72,7 +77,9 @@ struct Demo: AsyncParsableCommand {
 
         print("\n5. Call the protected resource with the DPoP-bound access token")
         let resource = try await client.fetchProfileResource()
-        print("   ✓ GET /v1/resource/profile: profile \(resource.profileID), subject \(resource.subject), scope \"\(resource.scope)\"")
+        print(
+            "   ✓ GET /v1/resource/profile: profile \(resource.profileID), subject \(resource.subject), scope \"\(resource.scope)\""
+        )
 
         print("\n6. Deregister")
         try await client.deregisterUser(registration.profile)
@@ -149,7 +156,9 @@ actor DemoDelegate: RegistrationDelegate, ChangePinDelegate {
         if let error = challenge.error {
             print("   ← refused: \(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]")
         }
-        let left = challenge.remainingFailureCount.map { "\($0) of \(challenge.maxFailureCount) attempts left" } ?? "no attempt limit"
+        let left =
+            challenge.remainingFailureCount.map { "\($0) of \(challenge.maxFailureCount) attempts left" }
+            ?? "no attempt limit"
         guard !pins.isEmpty else { return .cancel }
         let next = pins.removeFirst()
         print("   → PIN challenge (\(left)): entering \(next.description)")

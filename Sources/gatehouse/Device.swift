@@ -85,7 +85,9 @@ struct Register: AsyncParsableCommand {
 }
 
 struct Login: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Authenticate a profile with its PIN and call the protected resource.")
+    static let configuration = CommandConfiguration(
+        abstract: "Authenticate a profile with its PIN and call the protected resource."
+    )
 
     @OptionGroup var device: DeviceOptions
     @OptionGroup var manifest: ManifestOptions
@@ -102,7 +104,9 @@ struct Login: AsyncParsableCommand {
             }
             try await client.authenticateUser(chosen, delegate: TerminalDelegate())
             let resource = try await client.fetchProfileResource()
-            print("Authenticated profile \(resource.profileID) (subject \(resource.subject), scope \"\(resource.scope)\").")
+            print(
+                "Authenticated profile \(resource.profileID) (subject \(resource.subject), scope \"\(resource.scope)\")."
+            )
             await client.logout()
         } catch let error as ValidationError {
             throw error
@@ -129,7 +133,9 @@ struct Profiles: AsyncParsableCommand {
 }
 
 struct Deregister: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Deregister a profile: the server revokes its tokens, the device forgets it.")
+    static let configuration = CommandConfiguration(
+        abstract: "Deregister a profile: the server revokes its tokens, the device forgets it."
+    )
 
     @OptionGroup var device: DeviceOptions
     @OptionGroup var manifest: ManifestOptions

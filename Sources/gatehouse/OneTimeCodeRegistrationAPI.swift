@@ -12,7 +12,8 @@ struct OneTimeCodeRegistrationAPI: CustomRegistrationAPI {
     }
 
     func initialize(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
-        guard let user = request.data?.trimmingCharacters(in: .whitespaces), user.contains("@"), user.count <= 254 else {
+        guard let user = request.data?.trimmingCharacters(in: .whitespaces), user.contains("@"), user.count <= 254
+        else {
             return CustomRegistrationReply(status: 5001, data: "Give an e-mail address to register.")
         }
         let code = String(format: "%06d", Int.random(in: 0..<1_000_000))

@@ -46,7 +46,11 @@ enum CommandSupport {
     /// A client for a server over HTTP, with the manifest's client halves.
     static func client(_ device: DeviceOptions, manifest: ManifestOptions) throws -> UserClient {
         let logger = logger("gatehouse.client")
-        let plugins = try PluginRegistry.builtIn.load(try self.manifest(manifest.manifest), environment: environment(logger: logger), sides: .client)
+        let plugins = try PluginRegistry.builtIn.load(
+            try self.manifest(manifest.manifest),
+            environment: environment(logger: logger),
+            sides: .client
+        )
         return try UserClient(
             configuration: ClientConfiguration(
                 dataDirectory: URL(fileURLWithPath: device.dataDir),
@@ -61,7 +65,9 @@ enum CommandSupport {
     /// Prints a Gatehouse error as one line with its code, and exits non-zero.
     static func fail(_ error: any Error) -> ExitCode {
         if let error = error as? any DomainError {
-            FileHandle.standardError.write(Data("error: \(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]\n".utf8))
+            FileHandle.standardError.write(
+                Data("error: \(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]\n".utf8)
+            )
         } else {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         }

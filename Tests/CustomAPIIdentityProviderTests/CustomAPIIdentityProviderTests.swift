@@ -74,7 +74,8 @@ struct CustomAPIIdentityProviderTests {
         #expect(await idp.identity?.subject == "user-4821")
         #expect(api.calls.withLock { $0 } == ["init:jane", "complete:4821:4821|jane"])
         let received = await script.received
-        guard case .customRegistration(let first) = received[0], case .customRegistration(let second) = received[1] else {
+        guard case .customRegistration(let first) = received[0], case .customRegistration(let second) = received[1]
+        else {
             Issue.record("wrong challenges")
             return
         }
@@ -142,7 +143,10 @@ struct CustomAPIIdentityProviderTests {
                 ["handler": "codes", "url": "http://127.0.0.1:9/register"],
                 "config.handler: give exactly one of handler (an in-process API) or url (an HTTP API)"
             ),
-            (["url": "ftp://example.com/x"], #"config.url: expected an http or https URL, found "ftp://example.com/x""#),
+            (
+                ["url": "ftp://example.com/x"],
+                #"config.url: expected an http or https URL, found "ftp://example.com/x""#
+            ),
             (["handler": "codes", "maxAttempts": 0], "config.maxAttempts: expected a value from 1 to 10, found 0"),
             (["handler": "codes", "twoStep": "yes"], #"config.twoStep: expected true or false, found "yes""#),
         ] as [([String: ConfigValue], String)]
@@ -155,7 +159,11 @@ struct CustomAPIIdentityProviderTests {
     func unknownHandler() throws {
         let environment = PluginEnvironment.testing().with(services: ["codes": CodeAPI()])
         do {
-            _ = try PluginHarness.identityProvider(CustomAPIIdentityProviderPlugin.self, config: ["handler": "otp"], environment: environment)
+            _ = try PluginHarness.identityProvider(
+                CustomAPIIdentityProviderPlugin.self,
+                config: ["handler": "otp"],
+                environment: environment
+            )
             Issue.record("an unknown handler was accepted")
         } catch {
             #expect(

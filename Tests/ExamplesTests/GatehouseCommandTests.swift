@@ -19,7 +19,7 @@ private func binary(_ name: String) throws -> URL {
 private final class Collected: Sendable {
     private let text = Mutex("")
     func append(_ data: Data) { text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
-    func withLock<T>(_ body: (inout String) -> T) -> T { text.withLock(body) }
+    func withLock<T: Sendable>(_ body: @Sendable (inout String) -> T) -> T { text.withLock { body(&$0) } }
 }
 
 /// A running `gatehouse` process whose output is collected as it comes, so a test can answer
@@ -51,7 +51,10 @@ private final class Session {
             if seen.contains(text) { return seen }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: "never saw \(text): \(errors.withLock { $0 })"])
+        throw CocoaError(
+            .fileReadUnknown,
+            userInfo: [NSDebugDescriptionErrorKey: "never saw \(text): \(errors.withLock { $0 })"]
+        )
     }
 
     func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
@@ -70,16 +73,21 @@ private final class Session {
 struct GatehouseCommandTests {
     @Test("gatehouse demo runs every flow and exits 0")
     func demo() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-demo-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gatehouse-demo-test-\(UUID().uuidString)"
+        )
         defer { try? FileManager.default.removeItem(at: directory) }
         let demo = try Session(["demo", "--data-dir", directory.path])
         let status = try await demo.finish()
         let output = demo.output.withLock { $0 }
         #expect(status == 0, "\(demo.errors.withLock { $0 })")
         for expected in [
-            "custom API, step 1", "PIN refused: This PIN is too common; choose another one. [PinValidation.blacklisted 9011]",
-            "✓ registered profile", "✓ authenticated", "refused: The PIN is not correct. [Authentication.invalidPin 9009]",
-            "(2 of 3 attempts left)", "✓ PIN changed", "GET /v1/resource/profile", "profiles left on the device: 0", "Done.",
+            "custom API, step 1",
+            "PIN refused: This PIN is too common; choose another one. [PinValidation.blacklisted 9011]",
+            "✓ registered profile", "✓ authenticated",
+            "refused: The PIN is not correct. [Authentication.invalidPin 9009]",
+            "(2 of 3 attempts left)", "✓ PIN changed", "GET /v1/resource/profile", "profiles left on the device: 0",
+            "Done.",
         ] {
             #expect(output.contains(expected), "missing: \(expected)")
         }
@@ -89,20 +97,28 @@ struct GatehouseCommandTests {
 
     @Test("serve, then register, login, profiles and deregister over HTTP, with PINs on standard input")
     func serveAndDevice() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-cli-test-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gatehouse-cli-test-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try Session(["serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0"])
+        let server = try Session([
+            "serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0",
+        ])
         defer { server.process.terminate() }
-        let listening = try await server.waitFor("listening on http://")
-        let url = try #require(listening.split(separator: " ").last { $0.hasPrefix("http://") }.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        _ = try await server.waitFor("listening on http://")
+        let announced = server.output.withLock { $0 }
+        let start = try #require(announced.range(of: "http://"))
+        let url = String(announced[start.lowerBound...].prefix { !$0.isWhitespace })
         let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
 
         let register = try Session(["register"] + device)
         _ = try await register.waitFor("E-mail address: ")
         register.type("ann@example.com")
         let prompt = try await register.waitFor("Code: ")
-        let code = try #require(prompt.split(separator: "\n").first { $0.contains("Code sent to") }.map { String($0.split(separator: " ")[4].prefix(6)) })
+        let sent = try #require(prompt.range(of: "Code sent to "))
+        let digits = try #require(prompt[sent.upperBound...].range(of: #"[0-9]{6}"#, options: .regularExpression))
+        let code = String(prompt[digits])
         register.type(code)
         _ = try await register.waitFor("Choose a PIN of 6 digits: ")
         register.type("123456")
@@ -135,13 +151,21 @@ struct GatehouseCommandTests {
 
     @Test("a bad manifest stops the server at start-up with one line")
     func badManifest() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-bad-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gatehouse-bad-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let manifest = directory.appendingPathComponent("server.yaml")
         try Data("server:\n  maxPinFailures: many\nauthenticators: [{id: pin, type: pin}]\n".utf8).write(to: manifest)
-        let server = try Session(["serve", "--manifest", manifest.path, "--database", directory.appendingPathComponent("s.sqlite").path])
+        let server = try Session([
+            "serve", "--manifest", manifest.path, "--database", directory.appendingPathComponent("s.sqlite").path,
+        ])
         #expect(try await server.finish() != 0)
-        #expect(server.errors.withLock { $0 }.contains("\(manifest.path): server.maxPinFailures: expected an integer, found \"many\""))
+        #expect(
+            server.errors.withLock { $0 }.contains(
+                "\(manifest.path): server.maxPinFailures: expected an integer, found \"many\""
+            )
+        )
     }
 }

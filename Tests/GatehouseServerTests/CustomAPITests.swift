@@ -14,8 +14,12 @@ import Synchronization
 import Testing
 
 /// A custom registration API served over HTTP on a loopback port, as an integrator would run it.
-private func withRegistrationAPI(_ body: (URL, Mutex<[String]>) async throws -> Void) async throws {
-    let received = Mutex<[String]>([])
+private final class Received: Sendable {
+    let calls = Mutex<[String]>([])
+}
+
+private func withRegistrationAPI(_ body: (URL, Received) async throws -> Void) async throws {
+    let received = Received()
     let router = Router()
     router.post("/register") { request, _ -> Response in
         var request = request
@@ -23,7 +27,7 @@ private func withRegistrationAPI(_ body: (URL, Mutex<[String]>) async throws -> 
         let json = try JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)) as? [String: Any] ?? [:]
         let step = json["step"] as? String ?? ""
         let data = json["data"] as? String
-        received.withLock { $0.append("\(step):\(data ?? "nil")") }
+        received.calls.withLock { $0.append("\(step):\(data ?? "nil")") }
         let reply: [String: Any] =
             switch (step, data) {
             case ("init", let user?): ["status": 2000, "data": "code 7310", "state": user]
@@ -49,7 +53,9 @@ private func withRegistrationAPI(_ body: (URL, Mutex<[String]>) async throws -> 
     try await withThrowingTaskGroup(of: Void.self) { tasks in
         tasks.addTask { try await group.run() }
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), let url = URL(string: "http://127.0.0.1:\(port)/register") else { return }
+        guard let port = await iterator.next(), let url = URL(string: "http://127.0.0.1:\(port)/register") else {
+            return
+        }
         do {
             try await body(url, received)
         } catch {
@@ -66,7 +72,9 @@ struct CustomAPITests {
     @Test("a two-step registration through an HTTP custom API, with its info on success and on failure")
     func httpCustomAPI() async throws {
         try await withRegistrationAPI { url, received in
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-api-\(UUID().uuidString)")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "gatehouse-api-\(UUID().uuidString)"
+            )
             defer { try? FileManager.default.removeItem(at: directory) }
             let text = """
                 server:
@@ -82,7 +90,11 @@ struct CustomAPITests {
                 additionalSections: ["server"]
             )
             let registry = try PluginRegistry.builtIn
-            let server = try EmbeddedTokenServer(directory: directory.appendingPathComponent("server"), manifest: manifest, registry: registry)
+            let server = try EmbeddedTokenServer(
+                directory: directory.appendingPathComponent("server"),
+                manifest: manifest,
+                registry: registry
+            )
             let client = try UserClient(
                 configuration: ClientConfiguration(
                     dataDirectory: directory.appendingPathComponent("device"),
@@ -92,12 +104,13 @@ struct CustomAPITests {
                 )
             )
             let script = ScriptedResponder([
-                .customRegistration(.data("ann")), .customRegistration(.data("0000")), .customRegistration(.data("7310")),
+                .customRegistration(.data("ann")), .customRegistration(.data("0000")),
+                .customRegistration(.data("7310")),
                 .createPin("258147"),
             ])
             let result = try await client.registerUser(identityProvider: "partner", delegate: script)
             #expect(result.info == CustomInfo(status: 2000, data: "hello"))
-            #expect(received.withLock { $0 } == ["init:ann", "complete:0000", "complete:7310"])
+            #expect(received.calls.withLock { $0 } == ["init:ann", "complete:0000", "complete:7310"])
             #expect(try await client.fetchProfileResource().subject == "ann")
 
             let refused = ScriptedResponder([.customRegistration(.data("bob")), .customRegistration(.data("blocked"))])

@@ -30,7 +30,9 @@ struct FixedCodeAPI: CustomRegistrationAPI {
     }
 
     func complete(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
-        guard request.data == "4821", let user = request.state else { return CustomRegistrationReply(status: 4001, data: "wrong code") }
+        guard request.data == "4821", let user = request.state else {
+            return CustomRegistrationReply(status: 4001, data: "wrong code")
+        }
         return CustomRegistrationReply(status: 2000, data: "welcome \(user)", userID: user)
     }
 }
@@ -90,7 +92,11 @@ struct Fixture {
 
     /// A client (device) with its own data directory.
     func client(_ name: String = "device") throws -> UserClient {
-        let plugins = try PluginRegistry.builtIn.load(manifest, environment: PluginEnvironment(logger: clientLog.logger), sides: .client)
+        let plugins = try PluginRegistry.builtIn.load(
+            manifest,
+            environment: PluginEnvironment(logger: clientLog.logger),
+            sides: .client
+        )
         return try UserClient(
             configuration: ClientConfiguration(
                 dataDirectory: directory.appendingPathComponent(name),
@@ -108,18 +114,27 @@ struct Fixture {
         return try queue.read { db in
             var text = ""
             for table in ["clients", "profiles", "registrations", "flows", "families", "tokens"] {
-                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid") { text += "\(table): \(row)\n" }
+                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid") {
+                    text += "\(table): \(row)\n"
+                }
             }
             return text
         }
     }
 
     func count(_ table: String) throws -> Int {
-        try DatabaseQueue(path: serverDatabase).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 }
+        try DatabaseQueue(path: serverDatabase).read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+        }
     }
 
     /// Sends a raw request, bypassing the SDK.
-    func send(_ method: String, _ path: String, body: Data = Data(), headers: [String: String] = [:]) async throws -> WireResponse {
+    func send(
+        _ method: String,
+        _ path: String,
+        body: Data = Data(),
+        headers: [String: String] = [:]
+    ) async throws -> WireResponse {
         var all = headers
         if !body.isEmpty, all["Content-Type"] == nil { all["Content-Type"] = "application/json" }
         return try await transport.send(WireRequest(method: method, path: path, headers: all, body: body))
@@ -148,11 +163,18 @@ func withFixture(_ mode: Mode, maxPinFailures: Int = 3, _ body: (Fixture) async 
     switch mode {
     case .embedded:
         try await body(
-            Fixture(directory: directory, transport: RecordingTransport(embedded), manifest: manifest, serverLog: serverLog, clientLog: clientLog)
+            Fixture(
+                directory: directory,
+                transport: RecordingTransport(embedded),
+                manifest: manifest,
+                serverLog: serverLog,
+                clientLog: clientLog
+            )
         )
     case .http:
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let application = HTTPTokenServer.application(server: embedded.server, port: 0, logger: serverLog.logger) { port in
+        let application = HTTPTokenServer.application(server: embedded.server, port: 0, logger: serverLog.logger) {
+            port in
             continuation.yield(port)
         }
         let group = ServiceGroup(configuration: .init(services: [application], logger: serverLog.logger))
@@ -181,8 +203,14 @@ func withFixture(_ mode: Mode, maxPinFailures: Int = 3, _ body: (Fixture) async 
 }
 
 /// Registers `email` with PIN `pin` through the code API.
-func register(_ client: UserClient, email: String = "jane@example.com", pin: String = "258147") async throws -> UserProfile {
-    let script = ScriptedResponder([.customRegistration(.data(email)), .customRegistration(.data("4821")), .createPin(pin)])
+func register(
+    _ client: UserClient,
+    email: String = "jane@example.com",
+    pin: String = "258147"
+) async throws -> UserProfile {
+    let script = ScriptedResponder([
+        .customRegistration(.data(email)), .customRegistration(.data("4821")), .createPin(pin),
+    ])
     let result = try await client.registerUser(delegate: script)
     #expect(await script.isFinished)
     return result.profile

@@ -8,20 +8,28 @@ import Testing
 
 @Suite("Token server flows", .serialized)
 struct FlowTests {
-    @Test("register, authenticate, wrong PIN, change PIN, resource, refresh, logout, deregister", arguments: Mode.allCases)
+    @Test(
+        "register, authenticate, wrong PIN, change PIN, resource, refresh, logout, deregister",
+        arguments: Mode.allCases
+    )
     func fullFlow(mode: Mode) async throws {
         try await withFixture(mode) { fixture in
             let client = try fixture.client()
             // Registration: two-step custom API, one refused PIN, then a good one.
             let script = ScriptedResponder([
-                .customRegistration(.data("jane@example.com")), .customRegistration(.data("4821")), .createPin("123456"),
+                .customRegistration(.data("jane@example.com")), .customRegistration(.data("4821")),
+                .createPin("123456"),
                 .createPin("258147"),
             ])
             let registration = try await client.registerUser(delegate: script)
             #expect(await script.isFinished)
             #expect(registration.info == CustomInfo(status: 2000, data: "welcome jane@example.com"))
             #expect(registration.identityProvider.id == "codes")
-            #expect(await script.received.map(\.kind) == ["customRegistration", "customRegistration", "createPin", "createPin"])
+            #expect(
+                await script.received.map(\.kind) == [
+                    "customRegistration", "customRegistration", "createPin", "createPin",
+                ]
+            )
             #expect(await script.received[3].error?.codeName == "blacklisted")
             #expect(try await client.userProfiles() == [registration.profile])
             #expect(await client.authenticatedUserProfile == registration.profile)
@@ -127,7 +135,10 @@ struct FlowTests {
         }
     }
 
-    @Test("deregistering while the server is unreachable removes the profile locally and says so", arguments: Mode.allCases)
+    @Test(
+        "deregistering while the server is unreachable removes the profile locally and says so",
+        arguments: Mode.allCases
+    )
     func localDeregistration(mode: Mode) async throws {
         try await withFixture(mode) { fixture in
             let client = try fixture.client()

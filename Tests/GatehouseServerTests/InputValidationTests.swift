@@ -7,7 +7,10 @@ import Testing
 
 @Suite("Token server input validation", .serialized)
 struct InputValidationTests {
-    @Test("every endpoint refuses malformed JSON, missing fields, wrong types and oversized bodies with a 4xx, changing nothing", arguments: Mode.allCases)
+    @Test(
+        "every endpoint refuses malformed JSON, missing fields, wrong types and oversized bodies with a 4xx, changing nothing",
+        arguments: Mode.allCases
+    )
     func malformedBodies(mode: Mode) async throws {
         try await withFixture(mode) { fixture in
             let client = try fixture.client()
@@ -17,13 +20,19 @@ struct InputValidationTests {
                 "POST",
                 Endpoint.authentication,
                 body: try WireCoding.encode(AuthenticationStartRequest(profileID: profile.id, authenticator: nil)),
-                headers: ["DPoP": try await client.dpopProof(method: "POST", url: fixture.transport.baseURL + Endpoint.authentication)]
+                headers: [
+                    "DPoP": try await client.dpopProof(
+                        method: "POST",
+                        url: fixture.transport.baseURL + Endpoint.authentication
+                    )
+                ]
             )
             #expect(start.status == 200)
             let flow = try WireCoding.decode(FlowResponse.self, from: start.body)
 
             let before = try fixture.snapshot()
-            let oversized = Data(#"{"pad": ""#.utf8) + Data(repeating: UInt8(ascii: "a"), count: 4100) + Data(#""}"#.utf8)
+            let oversized =
+                Data(#"{"pad": ""#.utf8) + Data(repeating: UInt8(ascii: "a"), count: 4100) + Data(#""}"#.utf8)
             let wrongTypes: [String: String] = [
                 Endpoint.clients: #"{"app_id": 7, "public_key": "key"}"#,
                 Endpoint.registration: #"{"client_id": ["x"], "profile_key": {"kty": 1}}"#,
@@ -42,7 +51,10 @@ struct InputValidationTests {
                     ("wrong types", Data(wrong.utf8), ["DPoP": proof]),
                     ("not an object", Data("[1, 2]".utf8), ["DPoP": proof]),
                     ("oversized", oversized, ["DPoP": proof]),
-                    ("not JSON", Data("profile_id=1".utf8), ["DPoP": proof, "Content-Type": "application/x-www-form-urlencoded"]),
+                    (
+                        "not JSON", Data("profile_id=1".utf8),
+                        ["DPoP": proof, "Content-Type": "application/x-www-form-urlencoded"]
+                    ),
                 ]
                 for (name, body, headers) in bodies {
                     let response = try await fixture.send("POST", path, body: body, headers: headers)
@@ -59,10 +71,20 @@ struct InputValidationTests {
     @Test("messages name the problem", arguments: Mode.allCases)
     func clearMessages(mode: Mode) async throws {
         try await withFixture(mode) { fixture in
-            func refusal(_ method: String, _ path: String, _ body: String, contentType: String = "application/json") async throws
+            func refusal(
+                _ method: String,
+                _ path: String,
+                _ body: String,
+                contentType: String = "application/json"
+            ) async throws
                 -> (Int, ErrorBody)
             {
-                let response = try await fixture.send(method, path, body: Data(body.utf8), headers: ["Content-Type": contentType])
+                let response = try await fixture.send(
+                    method,
+                    path,
+                    body: Data(body.utf8),
+                    headers: ["Content-Type": contentType]
+                )
                 return (response.status, try WireCoding.decode(ErrorBody.self, from: response.body))
             }
             var (status, error) = try await refusal("POST", Endpoint.clients, #"{"app_id": 7}"#)
@@ -71,8 +93,14 @@ struct InputValidationTests {
             #expect(error.errorDescription == "Invalid field app_id: expected a string, found 7.")
             (status, error) = try await refusal("POST", Endpoint.clients, #"{"app_id": "test-app"}"#)
             #expect(error.errorDescription == "Invalid field public_key: required key is missing.")
-            (status, error) = try await refusal("POST", Endpoint.token, "{\"grant_type\": \"refresh_token\",\n \"refresh_token\": tru}")
-            #expect(error.errorDescription == "The body is not valid JSON: line 2, column 19: expected a value, found 't'.")
+            (status, error) = try await refusal(
+                "POST",
+                Endpoint.token,
+                "{\"grant_type\": \"refresh_token\",\n \"refresh_token\": tru}"
+            )
+            #expect(
+                error.errorDescription == "The body is not valid JSON: line 2, column 19: expected a value, found 't'."
+            )
             (status, error) = try await refusal("POST", Endpoint.deregister, #"{"profile_id": "X", "extra": 1}"#)
             #expect(error.errorDescription == "Invalid field extra: unknown key; expected one of: profile_id.")
             (status, error) = try await refusal("POST", Endpoint.revoke, "{}", contentType: "text/plain")

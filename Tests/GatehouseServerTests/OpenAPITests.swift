@@ -10,7 +10,9 @@ struct OpenAPITests {
             .deletingLastPathComponent().appendingPathComponent("docs/openapi.yaml")
         let text = try String(contentsOf: document, encoding: .utf8)
         let documented = Set(
-            text.split(separator: "\n").filter { $0.hasPrefix("  /") && $0.hasSuffix(":") }.map { String($0.dropFirst(2).dropLast()) }
+            text.split(separator: "\n").filter { $0.hasPrefix("  /") && $0.hasSuffix(":") }.map {
+                String($0.dropFirst(2).dropLast())
+            }
         )
         let served: Set<String> = [
             Endpoint.health, Endpoint.configuration, Endpoint.clients, Endpoint.registration, Endpoint.authentication,

@@ -22,8 +22,12 @@ private func holds(_ data: Data, pin: String) -> Bool {
 
 /// Files below `directory`, recursively.
 private func files(in directory: URL) -> [URL] {
-    guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { return [] }
-    return enumerator.compactMap { $0 as? URL }.filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true }
+    guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else {
+        return []
+    }
+    return enumerator.compactMap { $0 as? URL }.filter {
+        (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
+    }
 }
 
 /// The `op` of a PIN plugin message carried in a flow request, if it is one.
@@ -101,7 +105,9 @@ struct SecurityTests {
                 return await group.reduce(into: [String]()) { $0.append($1) }
             }
             #expect(!outcomes.contains("authenticated"))
-            let highest = try await database.read { db in try Int.fetchOne(db, sql: "SELECT MAX(failures) FROM counter_seen") }
+            let highest = try await database.read { db in
+                try Int.fetchOne(db, sql: "SELECT MAX(failures) FROM counter_seen")
+            }
             #expect(highest == 5)
             // Exactly five evaluations were released to clients: one per allowed attempt.
             let released = fixture.transport.recorded.dropFirst(registrationExchanges).filter { request, response in
@@ -128,7 +134,10 @@ struct SecurityTests {
             #expect(replay.status == 404)
 
             var fresh = prove
-            fresh.headers["dpop"] = try await client.dpopProof(method: "POST", url: fixture.transport.baseURL + prove.path)
+            fresh.headers["dpop"] = try await client.dpopProof(
+                method: "POST",
+                url: fixture.transport.baseURL + prove.path
+            )
             let second = try await fixture.transport.send(fresh)
             #expect(second.status == 404)
             #expect(try fixture.count("tokens") == tokensBefore)
@@ -150,7 +159,9 @@ struct SecurityTests {
             let reuse = try await fixture.send(
                 "POST",
                 Endpoint.token,
-                body: try WireCoding.encode(TokenRequest(grantType: "refresh_token", refreshToken: original.refreshToken)),
+                body: try WireCoding.encode(
+                    TokenRequest(grantType: "refresh_token", refreshToken: original.refreshToken)
+                ),
                 headers: ["DPoP": proof]
             )
             #expect(reuse.status == 400)
@@ -159,7 +170,11 @@ struct SecurityTests {
             #expect(error.errorDescription.contains("already used"))
 
             // The whole family is gone: the current access and refresh tokens no longer work.
-            let access = try await fixture.send("GET", Endpoint.profileResource, headers: ["Authorization": "DPoP \(rotated.accessToken)"])
+            let access = try await fixture.send(
+                "GET",
+                Endpoint.profileResource,
+                headers: ["Authorization": "DPoP \(rotated.accessToken)"]
+            )
             #expect(access.status == 401)
             do {
                 try await client.refreshSession()
@@ -186,7 +201,10 @@ struct SecurityTests {
             let genuine = try await fixture.send(
                 "GET",
                 Endpoint.profileResource,
-                headers: ["Authorization": "DPoP \(tokens.accessToken)", "DPoP": try await client.dpopProof(method: "GET", url: url)]
+                headers: [
+                    "Authorization": "DPoP \(tokens.accessToken)",
+                    "DPoP": try await client.dpopProof(method: "GET", url: url),
+                ]
             )
             #expect(genuine.status == 200)
 
@@ -200,7 +218,13 @@ struct SecurityTests {
                 Endpoint.profileResource,
                 headers: [
                     "Authorization": "DPoP \(tamperedToken)",
-                    "DPoP": try DPoP.proof(method: "GET", url: url, accessToken: tamperedToken, key: foreignKey, now: Date()),
+                    "DPoP": try DPoP.proof(
+                        method: "GET",
+                        url: url,
+                        accessToken: tamperedToken,
+                        key: foreignKey,
+                        now: Date()
+                    ),
                 ]
             )
             #expect(tamperedResponse.status == 401)
@@ -211,14 +235,26 @@ struct SecurityTests {
                 Endpoint.profileResource,
                 headers: [
                     "Authorization": "DPoP \(tokens.accessToken)",
-                    "DPoP": try DPoP.proof(method: "GET", url: url, accessToken: tokens.accessToken, key: foreignKey, now: Date()),
+                    "DPoP": try DPoP.proof(
+                        method: "GET",
+                        url: url,
+                        accessToken: tokens.accessToken,
+                        key: foreignKey,
+                        now: Date()
+                    ),
                 ]
             )
             #expect(foreign.status == 401)
-            #expect(try WireCoding.decode(ErrorBody.self, from: foreign.body).errorDescription.contains("another device"))
+            #expect(
+                try WireCoding.decode(ErrorBody.self, from: foreign.body).errorDescription.contains("another device")
+            )
 
             // No proof at all, and a proof for another URL.
-            let bare = try await fixture.send("GET", Endpoint.profileResource, headers: ["Authorization": "DPoP \(tokens.accessToken)"])
+            let bare = try await fixture.send(
+                "GET",
+                Endpoint.profileResource,
+                headers: ["Authorization": "DPoP \(tokens.accessToken)"]
+            )
             #expect(bare.status == 401)
             let elsewhere = try await fixture.send(
                 "GET",

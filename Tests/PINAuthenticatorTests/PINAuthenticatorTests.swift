@@ -44,7 +44,10 @@ struct PINAuthenticatorTests {
         let pin = try harness()
         _ = try await pin.enroll(responder: ScriptedResponder([.createPin("258147")]))
         let script = ScriptedResponder([.pin("258147")])
-        let result = try await pin.authenticate(responder: script, failureCounts: FailureCounts(maximum: 3, previous: 1))
+        let result = try await pin.authenticate(
+            responder: script,
+            failureCounts: FailureCounts(maximum: 3, previous: 1)
+        )
         #expect(result == .completed(info: nil))
         #expect(await pin.countedAttempts == 1)
         guard case .pin(let challenge) = await script.received.first else {

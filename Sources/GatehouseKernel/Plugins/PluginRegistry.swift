@@ -36,7 +36,8 @@ public struct PluginRegistry: Sendable {
         try add(
             Registration(kind: .authenticator, plugin: plugin) { configuration, context, sides in
                 .authenticator(
-                    sides.contains(.client) ? try P.makeAuthenticator(configuration: configuration, context: context) : nil,
+                    sides.contains(.client)
+                        ? try P.makeAuthenticator(configuration: configuration, context: context) : nil,
                     sides.contains(.server) ? try P.makeVerifier(configuration: configuration, context: context) : nil
                 )
             }
@@ -47,7 +48,8 @@ public struct PluginRegistry: Sendable {
         try add(
             Registration(kind: .identityProvider, plugin: plugin) { configuration, context, sides in
                 .identityProvider(
-                    sides.contains(.client) ? try P.makeIdentityProvider(configuration: configuration, context: context) : nil,
+                    sides.contains(.client)
+                        ? try P.makeIdentityProvider(configuration: configuration, context: context) : nil,
                     sides.contains(.server) ? try P.makeHost(configuration: configuration, context: context) : nil
                 )
             }
