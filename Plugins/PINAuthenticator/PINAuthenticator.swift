@@ -38,19 +38,8 @@ public struct PINAuthenticator: Authenticator {
             break
         }
 
-        let blinded = try pin.withUTF8 { try oprfKey.blind(Data($0)) }
-        let evaluationReply = try await challenge(
-            context.server.send(
-                PINCrypto.encode(PINMessage(op: .evaluate, blinded: blinded.blindedElement.oprfRepresentation))
-            )
-        )
-        guard let evaluationBytes = evaluationReply.evaluation, let nonce = policyReply.nonce else {
-            throw malformed("the server sent no evaluation")
-        }
-        let output = try oprfKey.finalize(
-            blinded,
-            using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluationBytes)
-        )
+        let (_, output) = try await evaluate(pin, key: oprfKey, server: context.server)
+        guard let nonce = policyReply.nonce else { throw malformed("the server sent no nonce") }
         let signingKey = P256.Signing.PrivateKey()
         let sealed = try AES.GCM.seal(
             signingKey.rawRepresentation,
@@ -94,29 +83,8 @@ public struct PINAuthenticator: Authenticator {
         )
         guard case .pin(let pin) = response else { throw GenericError(.actionCancelled) }
 
-        let blinded = try pin.withUTF8 { try oprfKey.blind(Data($0)) }
-        let reply = try await challenge(
-            context.server.send(
-                PINCrypto.encode(PINMessage(op: .evaluate, blinded: blinded.blindedElement.oprfRepresentation))
-            )
-        )
-        guard let evaluationBytes = reply.evaluation, let nonce = reply.nonce else {
-            throw malformed("the server sent no evaluation")
-        }
-        let output: Data
-        do {
-            output = try oprfKey.finalize(
-                blinded,
-                using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluationBytes)
-            )
-        } catch {
-            // The proof shows the server used another key than at enrolment: refuse to go on.
-            throw AuthenticationError(
-                .authenticatorInvalid,
-                message: "The server's PIN evaluation does not match the enrolled key.",
-                plugin: descriptor.type
-            )
-        }
+        let (reply, output) = try await evaluate(pin, key: oprfKey, server: context.server)
+        guard let nonce = reply.nonce else { throw malformed("the server sent no nonce") }
         let signingKey: P256.Signing.PrivateKey
         do {
             let box = try AES.GCM.SealedBox(combined: wrapped)
@@ -139,6 +107,33 @@ public struct PINAuthenticator: Authenticator {
         )
         guard case .completed = final else { throw malformed("the server did not accept the proof") }
         return .completed(info: nil)
+    }
+
+    /// Blinds `pin`, has the server evaluate it, and unblinds the answer, checking the server's
+    /// proof that it used the key the device knows.
+    private func evaluate(
+        _ pin: PIN,
+        key oprfKey: P384._VOPRF.PublicKey,
+        server: ServerConversation
+    ) async throws -> (PINChallengePayload, Data) {
+        let blinded = try pin.withUTF8 { try oprfKey.blind(Data($0)) }
+        let reply = try challenge(
+            await server.send(
+                PINCrypto.encode(PINMessage(op: .evaluate, blinded: blinded.blindedElement.oprfRepresentation))
+            )
+        )
+        guard let evaluation = reply.evaluation else { throw malformed("the server sent no evaluation") }
+        do {
+            return (
+                reply, try oprfKey.finalize(blinded, using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluation))
+            )
+        } catch {
+            throw AuthenticationError(
+                .authenticatorInvalid,
+                message: "The server's PIN evaluation does not match its key.",
+                plugin: descriptor.type
+            )
+        }
     }
 
     private func challenge(_ reply: ServerReply) throws -> PINChallengePayload {

@@ -56,7 +56,6 @@ enum Decision<Value: Sendable>: Sendable {
     }
 }
 
-
 extension TokenServer {
     // MARK: - Starting flows
 
