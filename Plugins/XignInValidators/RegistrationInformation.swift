@@ -1,17 +1,19 @@
+/// What the manager said about an attribute's value when a registration was refused.
+public enum RegistrationInformationErrorCode: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Nothing wrong.
+    case none
+    /// The manager found the value malformed.
+    case invalid
+    /// The value is taken by another account, or blocked.
+    case notAvailable
+    /// The attribute is required and no value was given.
+    case required
+}
+
 /// One attribute of a registration (e-mail, phone, name…): whether the manager requires it, the
 /// value the user gave, and the manager's verdict on it after a registration attempt.
 public struct RegistrationInformation<FieldValidatorType: FieldValidator>: Sendable {
-    /// What the manager said about the value when a registration was refused.
-    public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
-        /// Nothing wrong.
-        case none
-        /// The manager found the value malformed.
-        case invalid
-        /// The value is taken by another account, or blocked.
-        case notAvailable
-        /// The attribute is required and no value was given.
-        case required
-    }
+    public typealias ErrorCode = RegistrationInformationErrorCode
 
     public let validator: FieldValidatorType
     /// Whether the registration fails without a value.
