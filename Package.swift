@@ -82,6 +82,25 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The XignIn manager, mounted on the token server, and the XignIn registry client.
+        .target(
+            name: "XignInManager",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "XignInValidators",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "XignInClient",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseClient", "XignInValidators",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Every built-in plugin in one registry value.
         .target(
             name: "GatehousePlugins",
@@ -155,6 +174,19 @@ let package = Package(
             dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins", "GatehouseTesting"]
         ),
         .testTarget(name: "ExamplesTests", dependencies: ["ValidateInput", "gatehouse"]),
+        .testTarget(
+            name: "XignInTests",
+            dependencies: [
+                "XignInManager", "XignInClient", "XignInValidators", "GatehouseServer", "GatehouseKernel",
+                "GatehouseProtocol", "GatehousePlugins", "GatehouseYAML", "GatehouseTesting",
+                "CustomAPIIdentityProvider",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "GatehouseServerTests",
             dependencies: [

@@ -156,6 +156,8 @@ public struct IdentificationCategory: Sendable, Identifiable {
 public struct RegistrationParameters: Sendable {
     /// The manager the parameters came from.
     public let managerURL: URL
+    /// Where the manager's API was reached, if that differs from ``managerURL``.
+    public let endpoint: URL?
     /// The linked-service mapping given at initialisation, if the manager knows it.
     public let serviceMappingID: String?
     public var pinSpec: PinSpecification
@@ -168,12 +170,14 @@ public struct RegistrationParameters: Sendable {
 
     public init(
         managerURL: URL,
+        endpoint: URL? = nil,
         serviceMappingID: String?,
         pinSpec: PinSpecification,
         validatorAlias: AliasValidator,
         categories: [IdentificationCategory]
     ) {
         self.managerURL = managerURL
+        self.endpoint = endpoint
         self.serviceMappingID = serviceMappingID
         self.pinSpec = pinSpec
         self.validatorAlias = validatorAlias

@@ -14,14 +14,16 @@ public struct EmbeddedTokenServer: TokenServerTransport {
         directory: URL,
         manifest: Manifest,
         registry: PluginRegistry,
-        environment: PluginEnvironment = PluginEnvironment()
+        environment: PluginEnvironment = PluginEnvironment(),
+        extensions: [any ServerExtension] = []
     ) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         server = try TokenServer(
             manifest: manifest,
             registry: registry,
             databasePath: directory.appendingPathComponent("server.sqlite").path,
-            environment: environment
+            environment: environment,
+            extensions: extensions
         )
     }
 

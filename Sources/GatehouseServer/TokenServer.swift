@@ -21,13 +21,16 @@ public final class TokenServer: Sendable {
     let defaultIdentityProvider: HostedIdentityProvider
     let clock: any WallClock
     let logger: Logger
+    let extensions: [any ServerExtension]
 
-    /// A server for `manifest`'s plugins and `server` section, with its state at `databasePath`.
+    /// A server for `manifest`'s plugins and `server` section, with its state at `databasePath`,
+    /// and `extensions` mounted under their path prefixes.
     public init(
         manifest: Manifest,
         registry: PluginRegistry,
         databasePath: String,
-        environment: PluginEnvironment
+        environment: PluginEnvironment,
+        extensions: [any ServerExtension] = []
     ) throws {
         let plugins = try registry.load(manifest, environment: environment, sides: .server)
         configuration = try manifest.section("server", as: ServerConfiguration.self)
@@ -69,6 +72,7 @@ public final class TokenServer: Sendable {
         store = try ServerStore(path: databasePath)
         clock = environment.clock
         logger = environment.logger
+        self.extensions = extensions
     }
 
     /// Answers one request. Never throws: every problem becomes an error response.
@@ -94,6 +98,9 @@ public final class TokenServer: Sendable {
 
     private func route(_ request: WireRequest) async throws -> WireResponse {
         let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        if let mounted = extensions.first(where: { path.hasPrefix($0.pathPrefix) }) {
+            return await mounted.handle(request)
+        }
         switch path {
         case Endpoint.health:
             try require("GET", request)

@@ -177,6 +177,20 @@ extension GatehouseError.Code where Domain == RegistrationDomain {
     public static var externalIdentityProviderFailure: Self {
         Self(10025, name: "externalIdentityProviderFailure", defaultMessage: "The external identity provider failed.")
     }
+    public static var registrationUnavailable: Self {
+        Self(
+            10027,
+            name: "registrationUnavailable",
+            defaultMessage: "This manager does not take registrations; a third party handles them."
+        )
+    }
+    public static var invalidActivationCode: Self {
+        Self(
+            10028,
+            name: "invalidActivationCode",
+            defaultMessage: "The activation code is not valid, expired, or locked."
+        )
+    }
 }
 
 extension GatehouseError.Code where Domain == DeregistrationDomain {

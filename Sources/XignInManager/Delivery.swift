@@ -1,0 +1,96 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An activation message to send to a newly registered user.
+public struct ActivationMail: Sendable, Equatable {
+    public var to: String
+    public var alias: String
+    public var activationCode: String
+    public var managerURL: String
+}
+
+/// Sends activation codes. The default writes each message to an outbox directory.
+public protocol ActivationMailSender: Sendable {
+    func send(_ mail: ActivationMail) async throws
+}
+
+/// Writes each activation message as an RFC 5322 `.eml` file into a directory, for a mail
+/// transfer agent (or a person testing) to pick up.
+public struct OutboxMailSender: ActivationMailSender {
+    public let directory: URL
+    public let from: String
+
+    public init(directory: URL, from: String = "no-reply@gatehouse.invalid") {
+        self.directory = directory
+        self.from = from
+    }
+
+    public func send(_ mail: ActivationMail) async throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let id = UUID().uuidString.lowercased()
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
+        let text = [
+            "From: \(from)",
+            "To: \(mail.to)",
+            "Subject: Activate \(mail.alias)",
+            "Date: \(formatter.string(from: Date()))",
+            "Message-ID: <\(id)@gatehouse.invalid>",
+            "MIME-Version: 1.0",
+            "Content-Type: text/plain; charset=utf-8",
+            "",
+            "Your registration at \(mail.managerURL) is ready.",
+            "",
+            "Activation code: \(mail.activationCode)",
+            "Alias: \(mail.alias)",
+            "",
+            "Enter the code with the activation PIN you chose.",
+            "",
+        ].joined(separator: "\r\n")
+        try Data(text.utf8).write(
+            to: directory.appendingPathComponent("\(Int(Date().timeIntervalSince1970))-\(id).eml")
+        )
+    }
+}
+
+/// What a linked service receives after an account's first activation.
+public struct LinkedServiceDelivery: Codable, Sendable, Equatable {
+    public var serviceMappingID: String
+    public var accountID: String
+    public var email: String?
+    public var attributes: [String: String]
+
+    enum CodingKeys: String, CodingKey {
+        case serviceMappingID = "service_mapping_id"
+        case accountID = "account_id"
+        case email, attributes
+    }
+}
+
+/// Creates the account at a linked service after the first activation.
+public protocol LinkedServiceProvisioner: Sendable {
+    /// Delivers `delivery` to the service at `url`; throws when it did not accept it.
+    func provision(_ delivery: LinkedServiceDelivery, at url: URL) async throws
+}
+
+/// Posts the delivery as JSON to the service mapping's webhook URL.
+public struct WebhookProvisioner: LinkedServiceProvisioner {
+    public let timeout: TimeInterval
+
+    public init(timeout: TimeInterval = 10) { self.timeout = timeout }
+
+    public func provision(_ delivery: LinkedServiceDelivery, at url: URL) async throws {
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONEncoder().encode(delivery)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {
+            throw URLError(.badServerResponse)
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import Crypto
+import Foundation
+import GRDB
+import GatehouseKernel
+import GatehouseProtocol
+import Logging
+import XignInValidators
+import _CryptoExtras
+
+/// A refusal with its status and OAuth-style body.
+struct Refusal: Error {
+    var status: Int
+    var body: Data
+
+    init(_ status: Int, _ error: String, _ description: String, remaining: Int? = nil) {
+        self.status = status
+        let body = ErrorBody(error: error, errorDescription: description, remainingFailureCount: remaining)
+        self.body = (try? WireCoding.encode(body)) ?? Data()
+    }
+
+    init(attributes refusal: ManagerRegistrationRefusal) {
+        status = 422
+        body = (try? WireCoding.encode(refusal)) ?? Data()
+    }
+
+    var response: WireResponse {
+        WireResponse(
+            status: status,
+            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: body
+        )
+    }
+}
+
+/// The longest attribute value, alias or arbitrary attribute accepted, in characters.
+private let maximumValueLength = 1024
+/// The most arbitrary attributes one registration may carry.
+private let maximumArbitraryAttributes = 50
+
+extension XignInManager {
+    func json(_ value: some Encodable, status: Int = 200) throws -> WireResponse {
+        WireResponse(
+            status: status,
+            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: try WireCoding.encode(value)
+        )
+    }
+
+    /// Strict JSON: size, media type, syntax, field types, no unknown fields.
+    func decode<T: Decodable>(_ type: T.Type, _ request: WireRequest) throws -> T {
+        guard request.body.count <= maxRequestBytes else {
+            throw Refusal(413, "invalid_request", "The request body is larger than \(maxRequestBytes) bytes.")
+        }
+        guard request.header("Content-Type")?.lowercased().hasPrefix("application/json") == true else {
+            throw Refusal(415, "invalid_request", "The request body must be JSON (Content-Type: application/json).")
+        }
+        let value: ConfigValue
+        do {
+            value = try JSONManifestFormat().parse(request.body)
+        } catch {
+            throw Refusal(400, "invalid_request", "The body is not valid JSON: \(error.problem).")
+        }
+        guard case .object = value else { throw Refusal(400, "invalid_request", "The body must be a JSON object.") }
+        do {
+            return try ConfigurationDecoder().decode(type, from: value)
+        } catch {
+            throw Refusal(400, "invalid_request", "Invalid field \(error.description).")
+        }
+    }
+
+    static func hash(_ text: String) -> Data { Data(SHA256.hash(data: Data(text.utf8))) }
+
+    static func randomToken(_ count: Int = 24) -> String {
+        Data.random(count: count).base64URLEncodedString
+    }
+
+    /// An activation code: 10 characters from an alphabet without look-alikes (about 50 bits).
+    static func activationCode() -> String {
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<10).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
+    }
+
+    private func evaluate(_ blinded: String, keyBytes: Data) async throws -> Data {
+        guard let element = Data(base64URLEncoded: blinded) else {
+            throw Refusal(400, "invalid_request", "Invalid field blinded: expected base64url.")
+        }
+        return try await cpuWork.run {
+            let key = try P384._VOPRF.PrivateKey(rawRepresentation: keyBytes)
+            let point: P384._VOPRF.BlindedElement
+            do {
+                point = try P384._VOPRF.BlindedElement(oprfRepresentation: element)
+            } catch {
+                throw Refusal(400, "invalid_request", "Invalid field blinded: not a P-384 point.")
+            }
+            return try key.evaluate(point).rawRepresentation
+        }
+    }
+
+    // MARK: - PIN evaluation
+
+    func evaluatePin(_ request: WireRequest) async throws -> WireResponse {
+        let body = try decode(PinEvaluationRequest.self, request)
+        let now = now
+        guard let code = body.activationCode else {
+            // Registration: a fresh key for this account-to-be.
+            try requireOpen()
+            let key = P384._VOPRF.PrivateKey()
+            let keyBytes = key.rawRepresentation
+            let publicKey = key.publicKey.x963Representation
+            let evaluation = try await evaluate(body.blinded, keyBytes: keyBytes)
+            let token = Self.randomToken()
+            try await pool.write { db in
+                try db.execute(sql: "DELETE FROM pin_keys WHERE expires_at < ?", arguments: [now])
+                try db.execute(
+                    sql: "INSERT INTO pin_keys (token, oprf_key, expires_at) VALUES (?, ?, ?)",
+                    arguments: [token, keyBytes, now + 600]
+                )
+            }
+            return try json(
+                PinEvaluationResponse(
+                    evaluation: evaluation.base64URLEncodedString,
+                    oprfPublicKey: publicKey.base64URLEncodedString,
+                    token: token,
+                    nonce: nil
+                )
+            )
+        }
+        // Activation: the account's key; one counted attempt, refused at the limit.
+        let codeHash = Self.hash(code.uppercased())
+        let keyBytes = try await pool.read { db -> Data in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT accounts.oprf_key, activation_codes.* FROM activation_codes
+                        JOIN accounts ON accounts.id = activation_codes.account_id WHERE code_hash = ?
+                        """,
+                    arguments: [codeHash]
+                ), !(row["used"] as Bool), (row["expires_at"] as Double) > now
+            else { throw Refusal(400, "invalid_grant", "The activation code is not valid.") }
+            guard (row["attempts"] as Int) < self.configuration.maxActivationAttempts else {
+                throw Refusal(400, "invalid_grant", "The activation code is locked after too many wrong PINs.")
+            }
+            return row["oprf_key"]
+        }
+        let evaluation = try await evaluate(body.blinded, keyBytes: keyBytes)
+        let oprfKey = try P384._VOPRF.PrivateKey(rawRepresentation: keyBytes)
+        let token = Self.randomToken()
+        let nonce = Data.random(count: 32)
+        let maximum = configuration.maxActivationAttempts
+        try await pool.write { db in
+            try db.execute(
+                sql:
+                    "UPDATE activation_codes SET attempts = attempts + 1 WHERE code_hash = ? AND attempts < ? AND used = 0",
+                arguments: [codeHash, maximum]
+            )
+            guard db.changesCount == 1 else {
+                throw Refusal(400, "invalid_grant", "The activation code is locked after too many wrong PINs.")
+            }
+            try db.execute(sql: "DELETE FROM activation_attempts WHERE expires_at < ?", arguments: [now])
+            try db.execute(
+                sql: "INSERT INTO activation_attempts (token, code_hash, nonce, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [token, codeHash, nonce, now + 300]
+            )
+        }
+        return try json(
+            PinEvaluationResponse(
+                evaluation: evaluation.base64URLEncodedString,
+                oprfPublicKey: oprfKey.publicKey.x963Representation.base64URLEncodedString,
+                token: token,
+                nonce: nonce.base64URLEncodedString
+            )
+        )
+    }
+}

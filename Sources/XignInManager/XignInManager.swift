@@ -1,0 +1,183 @@
+import Crypto
+public import Foundation
+import GRDB
+public import GatehouseKernel
+public import GatehouseProtocol
+public import GatehouseServer
+import Logging
+import XignInValidators
+import _CryptoExtras
+
+/// A XignIn-style manager mounted on the token server under `/xignin/`: registration with
+/// per-field verdicts, activation by e-mailed code and activation PIN, and delivery of arbitrary
+/// attributes to a linked service at the first activation.
+///
+/// The activation PIN never reaches the manager: the client blinds it for an OPRF evaluation and
+/// derives a signing key from the output; the manager keeps the OPRF key and that key's public
+/// half, counts activation attempts and locks a code after too many wrong PINs.
+public final class XignInManager: ServerExtension {
+    public let configuration: XignInManagerConfiguration
+    public var pathPrefix: String { "/xignin/" }
+    let pool: DatabasePool
+    let mail: any ActivationMailSender
+    let provisioner: any LinkedServiceProvisioner
+    let clock: any WallClock
+    let cpuWork: any CPUWorkExecutor
+    let logger: Logger
+    let maxRequestBytes = 65536
+
+    public init(
+        configuration: XignInManagerConfiguration,
+        databasePath: String,
+        mail: any ActivationMailSender,
+        provisioner: any LinkedServiceProvisioner = WebhookProvisioner(),
+        environment: PluginEnvironment = PluginEnvironment()
+    ) throws {
+        self.configuration = configuration
+        self.mail = mail
+        self.provisioner = provisioner
+        clock = environment.clock
+        cpuWork = environment.cpuWork
+        logger = environment.logger
+        var database = Configuration()
+        database.label = "gatehouse.xignin"
+        database.busyMode = .timeout(10)
+        pool = try DatabasePool(path: databasePath, configuration: database)
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try Self.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "accounts") { table in
+                table.primaryKey("id", .text)
+                table.column("email", .text).unique()
+                table.column("category", .text).notNull()
+                table.column("attributes", .blob).notNull()
+                table.column("oprf_key", .blob).notNull()
+                table.column("pin_public_key", .blob).notNull()
+                table.column("service_mapping", .text)
+                table.column("created_at", .double).notNull()
+            }
+            try db.create(table: "pin_keys") { table in
+                table.primaryKey("token", .text)
+                table.column("oprf_key", .blob).notNull()
+                table.column("expires_at", .double).notNull()
+            }
+            try db.create(table: "activation_codes") { table in
+                table.column("code_hash", .blob).primaryKey()
+                table.column("account_id", .text).notNull().references("accounts", onDelete: .cascade)
+                table.column("alias", .text).notNull()
+                table.column("attempts", .integer).notNull().defaults(to: 0)
+                table.column("used", .boolean).notNull().defaults(to: false)
+                table.column("expires_at", .double).notNull()
+            }
+            try db.create(table: "activation_attempts") { table in
+                table.primaryKey("token", .text)
+                table.column("code_hash", .blob).notNull()
+                table.column("nonce", .blob).notNull()
+                table.column("expires_at", .double).notNull()
+            }
+            try db.create(table: "activations") { table in
+                table.primaryKey("id", .text)
+                table.column("account_id", .text).notNull().references("accounts", onDelete: .cascade).indexed()
+                table.column("alias", .text).notNull()
+                table.column("created_at", .double).notNull()
+            }
+            try db.create(table: "pending_attributes") { table in
+                table.primaryKey("account_id", .text).references("accounts", onDelete: .cascade)
+                table.column("data", .blob).notNull()
+            }
+        }
+        return migrator
+    }
+
+    public func handle(_ request: WireRequest) async -> WireResponse {
+        do {
+            let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+            switch (request.method, path) {
+            case ("GET", "/xignin/v1/configuration"): return try configurationResponse(request)
+            case ("POST", "/xignin/v1/pin/evaluate"): return try await evaluatePin(request)
+            case ("POST", "/xignin/v1/registrations"): return try await register(request)
+            case ("POST", "/xignin/v1/activations"): return try await activate(request)
+            case (_, "/xignin/v1/configuration"), (_, "/xignin/v1/pin/evaluate"), (_, "/xignin/v1/registrations"),
+                (_, "/xignin/v1/activations"):
+                throw Refusal(405, "invalid_request", "\(path) does not accept \(request.method).")
+            default:
+                throw Refusal(404, "not_found", "There is no endpoint \(path).")
+            }
+        } catch let refusal as Refusal {
+            return refusal.response
+        } catch {
+            logger.error(
+                "XignIn request failed",
+                metadata: ["path": "\(request.path)", "error": "\(String(reflecting: error))"]
+            )
+            return Refusal(500, "server_error", "The manager could not complete the request.").response
+        }
+    }
+
+    // MARK: - Configuration
+
+    func requireOpen() throws {
+        guard configuration.registration == .open else {
+            throw Refusal(
+                403,
+                "registration_unavailable",
+                "Registration at this manager is managed by \(configuration.thirdPartyName); register there."
+            )
+        }
+    }
+
+    private func configurationResponse(_ request: WireRequest) throws -> WireResponse {
+        try requireOpen()
+        let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first.map(String.init) ?? ""
+        var mapping: String?
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == "service_mapping_id" { mapping = String(parts[1]).removingPercentEncoding }
+        }
+        return try json(
+            ManagerConfigurationMessage(
+                managerURL: configuration.managerURL,
+                pin: .init(minLength: configuration.pin.minLength, maxLength: configuration.pin.maxLength),
+                alias: .init(minLength: configuration.alias.minLength, maxLength: configuration.alias.maxLength),
+                emailMaxLength: configuration.emailMaxLength,
+                categories: configuration.categories.map {
+                    .init(
+                        id: $0.id,
+                        types: $0.types,
+                        required: $0.required,
+                        identificationAttributes: $0.identificationAttributes
+                    )
+                },
+                serviceMappingValid: mapping.map { id in configuration.serviceMappings.contains { $0.id == id } }
+                    ?? false
+            )
+        )
+    }
+
+    var now: Double { clock.now.timeIntervalSince1970 }
+}
+
+extension XignInManager {
+    /// A manager configured by `manifest`'s `xignin` section, keeping its state in `directory`
+    /// (`xignin.sqlite`) and writing activation mails to `directory/outbox` unless `mail` is given.
+    public convenience init(
+        manifest: Manifest,
+        directory: URL,
+        mail: (any ActivationMailSender)? = nil,
+        provisioner: any LinkedServiceProvisioner = WebhookProvisioner(),
+        environment: PluginEnvironment = PluginEnvironment()
+    ) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try self.init(
+            configuration: try manifest.section("xignin", as: XignInManagerConfiguration.self),
+            databasePath: directory.appendingPathComponent("xignin.sqlite").path,
+            mail: mail ?? OutboxMailSender(directory: directory.appendingPathComponent("outbox")),
+            provisioner: provisioner,
+            environment: environment
+        )
+    }
+}

@@ -1,0 +1,159 @@
+public import Foundation
+import GatehouseKernel
+public import XignInValidators
+
+/// The XignIn manager's settings: the manifest's `xignin` section. Every key has a default.
+public struct XignInManagerConfiguration: Decodable, Sendable {
+    /// Whether this manager takes registrations, or a third party does (then clients get a clear error).
+    public enum RegistrationMode: String, Decodable, Sendable {
+        case open
+        case thirdParty
+    }
+
+    public struct Length: Decodable, Sendable, Equatable {
+        public var minLength: Int
+        public var maxLength: Int
+
+        public init(minLength: Int, maxLength: Int) {
+            self.minLength = minLength
+            self.maxLength = maxLength
+        }
+
+        private enum CodingKeys: String, CodingKey { case minLength, maxLength }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            minLength = try container.decode(Int.self, forKey: .minLength)
+            maxLength = try container.decode(Int.self, forKey: .maxLength, default: minLength, in: 1...256)
+            guard (1...maxLength).contains(minLength) else {
+                throw container.invalid(
+                    .minLength,
+                    "expected a value from 1 to maxLength (\(maxLength)), found \(minLength)"
+                )
+            }
+        }
+    }
+
+    /// A way to identify, with the attributes it collects and requires.
+    public struct Category: Decodable, Sendable, Equatable {
+        public var id: String
+        public var types: [IdentificationType]
+        public var required: [PersonalAttribute]
+        public var identificationAttributes: [PersonalAttribute]
+
+        public init(
+            id: String,
+            types: [IdentificationType],
+            required: [PersonalAttribute],
+            identificationAttributes: [PersonalAttribute]
+        ) {
+            self.id = id
+            self.types = types
+            self.required = required
+            self.identificationAttributes = identificationAttributes
+        }
+
+        private enum CodingKeys: String, CodingKey { case id, types, required, identificationAttributes }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            types = try container.decode([IdentificationType].self, forKey: .types)
+            guard !types.isEmpty else { throw container.invalid(.types, "list at least one identification type") }
+            required = try container.decode([PersonalAttribute].self, forKey: .required, default: [])
+            identificationAttributes = try container.decode(
+                [PersonalAttribute].self,
+                forKey: .identificationAttributes,
+                default: required
+            )
+        }
+    }
+
+    /// A linked service that gets an account after the first activation.
+    public struct ServiceMapping: Decodable, Sendable, Equatable {
+        public var id: String
+        public var webhook: URL
+
+        private enum CodingKeys: String, CodingKey { case id, webhook }
+
+        public init(id: String, webhook: URL) {
+            self.id = id
+            self.webhook = webhook
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            let text = try container.decode(String.self, forKey: .webhook)
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw container.invalid(.webhook, "expected an http or https URL, found \"\(text)\"")
+            }
+            webhook = url
+        }
+    }
+
+    /// The URL clients are told to use for this manager. Default `http://127.0.0.1:8080/xignin`.
+    public var managerURL: String
+    /// `open` (default) or `thirdParty`.
+    public var registration: RegistrationMode
+    /// Who handles registration when `registration` is `thirdParty`, for the error message.
+    public var thirdPartyName: String
+    /// The activation PIN's length (default 5–32 digits).
+    public var pin: Length
+    /// The alias's length (default 2–50 characters).
+    public var alias: Length
+    /// The longest e-mail address accepted (default 254).
+    public var emailMaxLength: Int
+    /// E-mail domains refused as not available.
+    public var blockedEmailDomains: [String]
+    /// Default: one category, `email`, that requires an e-mail address.
+    public var categories: [Category]
+    public var serviceMappings: [ServiceMapping]
+    /// Seconds an activation code stays valid (60–2592000, default 604800).
+    public var activationCodeLifetime: Int
+    /// Wrong activation PINs before a code is locked (1–20, default 5).
+    public var maxActivationAttempts: Int
+
+    private enum CodingKeys: String, CodingKey {
+        case managerURL, registration, thirdPartyName, pin, alias, emailMaxLength, blockedEmailDomains, categories,
+            serviceMappings, activationCodeLifetime, maxActivationAttempts
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        managerURL = try container.decode(String.self, forKey: .managerURL, default: "http://127.0.0.1:8080/xignin")
+        registration = try container.decode(RegistrationMode.self, forKey: .registration, default: .open)
+        thirdPartyName = try container.decode(String.self, forKey: .thirdPartyName, default: "a third party")
+        pin = try container.decode(Length.self, forKey: .pin, default: Length(minLength: 5, maxLength: 32))
+        alias = try container.decode(Length.self, forKey: .alias, default: Length(minLength: 2, maxLength: 50))
+        emailMaxLength = try container.decode(Int.self, forKey: .emailMaxLength, default: 254, in: 6...254)
+        blockedEmailDomains = try container.decode([String].self, forKey: .blockedEmailDomains, default: []).map {
+            $0.lowercased()
+        }
+        categories = try container.decode(
+            [Category].self,
+            forKey: .categories,
+            default: [Category(id: "email", types: [.email], required: [.email], identificationAttributes: [.email])]
+        )
+        guard !categories.isEmpty else { throw container.invalid(.categories, "list at least one category") }
+        guard Set(categories.map(\.id)).count == categories.count else {
+            throw container.invalid(.categories, "category ids must be unique")
+        }
+        serviceMappings = try container.decode([ServiceMapping].self, forKey: .serviceMappings, default: [])
+        activationCodeLifetime = try container.decode(
+            Int.self,
+            forKey: .activationCodeLifetime,
+            default: 604_800,
+            in: 60...2_592_000
+        )
+        maxActivationAttempts = try container.decode(Int.self, forKey: .maxActivationAttempts, default: 5, in: 1...20)
+    }
+
+    /// The personal information a category collects, with the manager's validators.
+    func information(for category: Category) -> RegistrationPersonalInformation {
+        RegistrationPersonalInformation(
+            required: Set(category.required),
+            emailValidator: EmailValidator(maxLength: emailMaxLength)
+        )
+    }
+}
