@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
         .executable(name: "gatehouse-bench", targets: ["GatehouseBenchmark"]),
+        .executable(name: "xignin-registration", targets: ["XignInRegistration"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -74,7 +75,7 @@ let package = Package(
             name: "gatehouse",
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseClient", "GatehouseYAML",
-                "GatehousePlugins", "CustomAPIIdentityProvider",
+                "GatehousePlugins", "CustomAPIIdentityProvider", "XignInManager", "XignInClient", "XignInValidators",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -144,6 +145,15 @@ let package = Package(
             path: "Examples/ValidateInput"
         ),
 
+        .executableTarget(
+            name: "XignInRegistration",
+            dependencies: [
+                "GatehouseKernel", "GatehousePlugins", "GatehouseServer", "GatehouseYAML", "CustomAPIIdentityProvider",
+                "XignInClient", "XignInManager", "XignInValidators", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/XignInRegistration"
+        ),
+
         // Benchmarks: `swift run -c release gatehouse-bench` (see docs/PERFORMANCE.md).
         .executableTarget(
             name: "GatehouseBenchmark",
@@ -173,7 +183,7 @@ let package = Package(
             name: "GatehouseManifestTests",
             dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins", "GatehouseTesting"]
         ),
-        .testTarget(name: "ExamplesTests", dependencies: ["ValidateInput", "gatehouse"]),
+        .testTarget(name: "ExamplesTests", dependencies: ["ValidateInput", "gatehouse", "XignInRegistration"]),
         .testTarget(
             name: "XignInTests",
             dependencies: [

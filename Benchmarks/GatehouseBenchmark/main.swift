@@ -75,7 +75,7 @@ struct BenchmarkDelegate: RegistrationDelegate, AuthenticationDelegate {
     func pin(_ challenge: PinChallenge) -> PinResponse { .pin(PIN("258147")) }
 }
 
-let manifest = try ManifestLoader.jsonAndYAML.load(path: manifestPath, additionalSections: ["server"])
+let manifest = try ManifestLoader.jsonAndYAML.load(path: manifestPath, additionalSections: ["server", "xignin"])
 var quiet = Logger(label: "gatehouse.bench")
 quiet.logLevel = .warning
 let plugins = try PluginRegistry.builtIn.load(manifest, environment: PluginEnvironment(logger: quiet), sides: .client)

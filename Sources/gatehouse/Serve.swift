@@ -6,6 +6,7 @@ import GatehouseServer
 import Hummingbird
 import Logging
 import NIOPosix
+import XignInManager
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the token server over HTTP.")
@@ -30,11 +31,22 @@ struct Serve: AsyncParsableCommand {
         do {
             var environment = CommandSupport.environment(logger: logger)
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
+            let loaded = try CommandSupport.manifest(manifest.manifest)
+            // The XignIn manager is mounted when the manifest has an `xignin` section; its state
+            // and outbox sit beside the server's database.
+            var extensions: [any ServerExtension] = []
+            if loaded.sections["xignin"] != nil {
+                let directory = URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent(
+                    "xignin"
+                )
+                extensions.append(try XignInManager(manifest: loaded, directory: directory, environment: environment))
+            }
             server = try TokenServer(
-                manifest: try CommandSupport.manifest(manifest.manifest),
+                manifest: loaded,
                 registry: try PluginRegistry.builtIn,
                 databasePath: database,
-                environment: environment
+                environment: environment,
+                extensions: extensions
             )
         } catch {
             throw CommandSupport.fail(error)

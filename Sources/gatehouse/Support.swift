@@ -36,7 +36,7 @@ enum CommandSupport {
     }
 
     static func manifest(_ path: String) throws -> Manifest {
-        try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: ["server"])
+        try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: ["server", "xignin"])
     }
 
     static func environment(logger: Logger) -> PluginEnvironment {

@@ -149,6 +149,80 @@ struct GatehouseCommandTests {
         #expect(none.output.withLock { $0 }.isEmpty)
     }
 
+    @Test("xignin register, activate and list against gatehouse serve, retrying a refused e-mail")
+    func xignin() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gatehouse-xignin-cli-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try Session([
+            "serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0",
+        ])
+        defer { server.process.terminate() }
+        _ = try await server.waitFor("listening on http://")
+        let announced = server.output.withLock { $0 }
+        let start = try #require(announced.range(of: "http://"))
+        let url = String(announced[start.lowerBound...].prefix { !$0.isWhitespace })
+        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
+
+        let first = try Session(["xignin", "register", "--alias", "Laptop"] + device)
+        _ = try await first.waitFor("Activation PIN (5–8 digits): ")
+        first.type("12a45")
+        _ = try await first.waitFor("Only numbers are allowed.")
+        first.type("24680")
+        _ = try await first.waitFor("email: ")
+        first.type("ann@example")
+        _ = try await first.waitFor("This is not a valid e-mail address.")
+        first.type("ann@example.com")
+        #expect(try await first.finish() == 0, "\(first.errors.withLock { $0 })")
+        #expect(first.output.withLock { $0 }.contains("Registered at http://127.0.0.1:8080/xignin."))
+
+        // The same address again: the manager refuses it, the command asks again.
+        let second = try Session(["xignin", "register"] + device)
+        second.type("13579")
+        second.type("ann@example.com")
+        _ = try await second.waitFor("email: notAvailable")
+        second.type("bob@example.com")
+        #expect(try await second.finish() == 0, "\(second.errors.withLock { $0 })")
+
+        let outbox = directory.appendingPathComponent("xignin/outbox")
+        let mails = try FileManager.default.contentsOfDirectory(atPath: outbox.path).sorted()
+        #expect(mails.count == 2)
+        let texts = try mails.map { try String(contentsOf: outbox.appendingPathComponent($0), encoding: .utf8) }
+        let mail = try #require(texts.first { $0.contains("To: ann@example.com\r\n") })
+        let code = try #require(mail.split(separator: "\r\n").first { $0.hasPrefix("Activation code: ") }).dropFirst(17)
+
+        let activate = try Session(["xignin", "activate", "--code", String(code)] + device)
+        activate.type("24680")
+        #expect(try await activate.finish() == 0, "\(activate.errors.withLock { $0 })")
+        #expect(activate.output.withLock { $0 } == "Activated \"Laptop\" at http://127.0.0.1:8080/xignin.\n")
+
+        let list = try Session(["xignin", "list"] + device)
+        #expect(try await list.finish() == 0)
+        #expect(list.output.withLock { $0 }.hasPrefix("Laptop\thttp://127.0.0.1:8080/xignin\t"))
+    }
+
+    @Test("the xignin-registration example walks the seed's flow and exits 0")
+    func xigninExample() async throws {
+        let process = Process()
+        process.executableURL = try binary("xignin-registration")
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(process.terminationStatus == 0)
+        for expected in [
+            "setPin(5 characters) → onlyNumbers", "email.setValue(\"jane@\") → invalid", "setAlias(\"J\") → tooShort",
+            ".success(managerUrl: https://xign.example/)", "selection.info.email.error → notAvailable",
+            "receives your_first_key=some data, your_second_key=some data", "activated \"Jane's phone\"", "Done.",
+        ] {
+            #expect(text.contains(expected), "missing: \(expected)")
+        }
+    }
+
     @Test("a bad manifest stops the server at start-up with one line")
     func badManifest() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("OpenAPI document")
 struct OpenAPITests {
-    @Test("docs/openapi.yaml describes exactly the server's endpoints")
+    @Test("docs/openapi.yaml describes exactly the server's endpoints, the mounted XignIn manager included")
     func pathsMatch() throws {
         let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/openapi.yaml")
@@ -18,6 +18,8 @@ struct OpenAPITests {
             Endpoint.health, Endpoint.configuration, Endpoint.clients, Endpoint.registration, Endpoint.authentication,
             Endpoint.changePin, Endpoint.flowPrefix + "{flowID}", Endpoint.token, Endpoint.revoke, Endpoint.deregister,
             Endpoint.profileResource,
+            // The XignIn manager, mounted when the manifest has an `xignin` section.
+            "/xignin/v1/configuration", "/xignin/v1/pin/evaluate", "/xignin/v1/registrations", "/xignin/v1/activations",
         ]
         #expect(documented == served)
     }
