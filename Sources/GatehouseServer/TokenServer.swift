@@ -155,28 +155,10 @@ public final class TokenServer: Sendable {
     /// Decodes a JSON body strictly: size, media type, syntax, and every field's type, with the
     /// field named in the message. Unknown fields are refused.
     func decodeBody<T: Decodable>(_ type: T.Type, _ request: WireRequest) throws -> T {
-        guard request.body.count <= configuration.maxRequestBytes else {
-            throw ServerError(
-                413,
-                "invalid_request",
-                "The request body is larger than \(configuration.maxRequestBytes) bytes."
-            )
-        }
-        guard let contentType = request.header("Content-Type")?.lowercased(), contentType.hasPrefix("application/json")
-        else {
-            throw ServerError(415, "invalid_request", "The request body must be JSON (Content-Type: application/json).")
-        }
-        let value: ConfigValue
         do {
-            value = try JSONManifestFormat().parse(request.body)
+            return try RequestBody.decode(type, from: request, maxBytes: configuration.maxRequestBytes)
         } catch {
-            throw ServerError.invalidRequest("The body is not valid JSON: \(error.problem).")
-        }
-        guard case .object = value else { throw ServerError.invalidRequest("The body must be a JSON object.") }
-        do {
-            return try ConfigurationDecoder().decode(type, from: value)
-        } catch {
-            throw ServerError.invalidRequest("Invalid field \(error.description).")
+            throw ServerError(error.status, "invalid_request", error.description)
         }
     }
 

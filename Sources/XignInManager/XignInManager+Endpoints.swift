@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import GatehouseKernel
 import GatehouseProtocol
+import GatehouseServer
 import Logging
 import XignInValidators
 import _CryptoExtras
@@ -48,23 +49,10 @@ extension XignInManager {
 
     /// Strict JSON: size, media type, syntax, field types, no unknown fields.
     func decode<T: Decodable>(_ type: T.Type, _ request: WireRequest) throws -> T {
-        guard request.body.count <= maxRequestBytes else {
-            throw Refusal(413, "invalid_request", "The request body is larger than \(maxRequestBytes) bytes.")
-        }
-        guard request.header("Content-Type")?.lowercased().hasPrefix("application/json") == true else {
-            throw Refusal(415, "invalid_request", "The request body must be JSON (Content-Type: application/json).")
-        }
-        let value: ConfigValue
         do {
-            value = try JSONManifestFormat().parse(request.body)
+            return try RequestBody.decode(type, from: request, maxBytes: maxRequestBytes)
         } catch {
-            throw Refusal(400, "invalid_request", "The body is not valid JSON: \(error.problem).")
-        }
-        guard case .object = value else { throw Refusal(400, "invalid_request", "The body must be a JSON object.") }
-        do {
-            return try ConfigurationDecoder().decode(type, from: value)
-        } catch {
-            throw Refusal(400, "invalid_request", "Invalid field \(error.description).")
+            throw Refusal(error.status, "invalid_request", error.description)
         }
     }
 

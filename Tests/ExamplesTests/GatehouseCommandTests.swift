@@ -69,6 +69,20 @@ private final class Session {
     }
 }
 
+/// Starts `gatehouse serve` on a free loopback port with its state in `directory`.
+private func startServer(in directory: URL) async throws -> (Session, String) {
+    let server = try Session([
+        "serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0",
+    ])
+    _ = try await server.waitFor("listening on http://")
+    let announced = server.output.withLock { $0 }
+    guard let start = announced.range(of: "http://") else {
+        server.process.terminate()
+        throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: "no URL in \(announced)"])
+    }
+    return (server, String(announced[start.lowerBound...].prefix { !$0.isWhitespace }))
+}
+
 @Suite("gatehouse command", .serialized)
 struct GatehouseCommandTests {
     @Test("gatehouse demo runs every flow and exits 0")
@@ -102,14 +116,8 @@ struct GatehouseCommandTests {
         )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try Session([
-            "serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0",
-        ])
+        let (server, url) = try await startServer(in: directory)
         defer { server.process.terminate() }
-        _ = try await server.waitFor("listening on http://")
-        let announced = server.output.withLock { $0 }
-        let start = try #require(announced.range(of: "http://"))
-        let url = String(announced[start.lowerBound...].prefix { !$0.isWhitespace })
         let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
 
         let register = try Session(["register"] + device)
@@ -156,14 +164,8 @@ struct GatehouseCommandTests {
         )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try Session([
-            "serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0",
-        ])
+        let (server, url) = try await startServer(in: directory)
         defer { server.process.terminate() }
-        _ = try await server.waitFor("listening on http://")
-        let announced = server.output.withLock { $0 }
-        let start = try #require(announced.range(of: "http://"))
-        let url = String(announced[start.lowerBound...].prefix { !$0.isWhitespace })
         let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
 
         let first = try Session(["xignin", "register", "--alias", "Laptop"] + device)
