@@ -7,32 +7,19 @@ enum WireErrors {
     static func domainError(_ body: ErrorBody, status: Int) -> any DomainError {
         let details = ErrorDetails(remainingFailureCount: body.remainingFailureCount, customInfo: body.customInfo)
         let message = body.errorDescription
+        // Numbers shared by several domains (9010) resolve in this order, the flows' own first.
         if let code = body.gatehouseCode {
-            for candidate: GenericError.Code in [
-                .networkConnectivityFailure, .serverNotReachable, .deviceDeregistered, .userDeregistered,
-                .actionCancelled,
-                .actionAlreadyInProgress, .unknown, .configurationInvalid, .requestInvalid,
-            ] where candidate.rawValue == code {
-                return GenericError(candidate, message: message, details: details)
+            func match<Domain: ErrorDomain>(_: Domain.Type) -> (any DomainError)? {
+                Domain.knownCodes.first { $0.rawValue == code }.map {
+                    GatehouseError<Domain>($0, message: message, details: details)
+                }
             }
-            for candidate: PinValidationError.Code in [
-                .blacklisted, .sequence, .similarDigits, .tooShort, .tooLong, .notNumeric,
-            ]
-            where candidate.rawValue == code {
-                return PinValidationError(candidate, message: message, details: details)
-            }
-            for candidate: AuthenticationError.Code in [
-                .invalidPin, .userNotAuthenticated, .authenticatorInvalid, .authenticatorDeregistered,
-                .customAuthenticatorFailure, .biometricAuthenticatorFailure, .authenticatorNotRegistered,
-                .customAuthenticationDisabled, .noApplicableAuthenticator,
-            ] where candidate.rawValue == code {
-                return AuthenticationError(candidate, message: message, details: details)
-            }
-            for candidate: RegistrationError.Code in [
-                .deviceRegistrationFailure, .invalidState, .invalidIdentityProvider, .customRegistrationExpired,
-                .customRegistrationFailure, .externalIdentityProviderFailure,
-            ] where candidate.rawValue == code {
-                return RegistrationError(candidate, message: message, details: details)
+            if let known = match(GenericDomain.self) ?? match(PinValidationDomain.self) ?? match(
+                AuthenticationDomain.self
+            )
+                ?? match(RegistrationDomain.self) ?? match(DeregistrationDomain.self)
+            {
+                return known
             }
         }
         switch body.error {

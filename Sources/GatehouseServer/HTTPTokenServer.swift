@@ -26,7 +26,7 @@ public enum HTTPTokenServer {
                 body = try await request.collectBody(upTo: limit)
             } catch is NIOTooManyBytesError {
                 return response(
-                    ServerErrorBody.tooLarge(limit: limit).wire
+                    ServerError(413, "invalid_request", "The request body is larger than \(limit) bytes.").response
                 )
             }
             var headers: [String: String] = [:]
@@ -62,15 +62,4 @@ public enum HTTPTokenServer {
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: wire.body))
         )
     }
-}
-
-/// The 413 body for requests the HTTP layer cut off before the server core saw them.
-enum ServerErrorBody {
-    static func tooLarge(limit: Int) -> ServerError {
-        ServerError(413, "invalid_request", "The request body is larger than \(limit) bytes.")
-    }
-}
-
-extension ServerError {
-    var wire: WireResponse { response }
 }

@@ -104,7 +104,7 @@ public final class TokenServer: Sendable {
         switch path {
         case Endpoint.health:
             try require("GET", request)
-            return json(["status": "ok"])
+            return try json(["status": "ok"])
         case Endpoint.configuration:
             try require("GET", request)
             return try json(serverConfiguration())
@@ -193,14 +193,6 @@ public final class TokenServer: Sendable {
             status: status,
             headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
             body: try WireCoding.encode(value)
-        )
-    }
-
-    private func json(_ dictionary: [String: String]) -> WireResponse {
-        WireResponse(
-            status: 200,
-            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-            body: (try? WireCoding.encode(dictionary)) ?? Data()
         )
     }
 

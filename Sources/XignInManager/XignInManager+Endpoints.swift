@@ -69,7 +69,9 @@ extension XignInManager {
         return String((0..<10).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
     }
 
-    private func evaluate(_ blinded: String, keyBytes: Data) async throws -> Data {
+    /// Evaluates a blinded PIN with the key in `keyBytes`; returns the evaluation and the key's
+    /// public half (X9.63), parsing the key once.
+    private func evaluate(_ blinded: String, keyBytes: Data) async throws -> (evaluation: Data, publicKey: Data) {
         guard let element = Data(base64URLEncoded: blinded) else {
             throw Refusal(400, "invalid_request", "Invalid field blinded: expected base64url.")
         }
@@ -81,7 +83,7 @@ extension XignInManager {
             } catch {
                 throw Refusal(400, "invalid_request", "Invalid field blinded: not a P-384 point.")
             }
-            return try key.evaluate(point).rawRepresentation
+            return (try key.evaluate(point).rawRepresentation, key.publicKey.x963Representation)
         }
     }
 
@@ -93,10 +95,8 @@ extension XignInManager {
         guard let code = body.activationCode else {
             // Registration: a fresh key for this account-to-be.
             try requireOpen()
-            let key = P384._VOPRF.PrivateKey()
-            let keyBytes = key.rawRepresentation
-            let publicKey = key.publicKey.x963Representation
-            let evaluation = try await evaluate(body.blinded, keyBytes: keyBytes)
+            let keyBytes = P384._VOPRF.PrivateKey().rawRepresentation
+            let (evaluation, publicKey) = try await evaluate(body.blinded, keyBytes: keyBytes)
             let token = Self.randomToken()
             try await pool.write { db in
                 try db.execute(sql: "DELETE FROM pin_keys WHERE expires_at < ?", arguments: [now])
@@ -132,8 +132,7 @@ extension XignInManager {
             }
             return row["oprf_key"]
         }
-        let evaluation = try await evaluate(body.blinded, keyBytes: keyBytes)
-        let oprfKey = try P384._VOPRF.PrivateKey(rawRepresentation: keyBytes)
+        let (evaluation, publicKey) = try await evaluate(body.blinded, keyBytes: keyBytes)
         let token = Self.randomToken()
         let nonce = Data.random(count: 32)
         let maximum = configuration.maxActivationAttempts
@@ -155,7 +154,7 @@ extension XignInManager {
         return try json(
             PinEvaluationResponse(
                 evaluation: evaluation.base64URLEncodedString,
-                oprfPublicKey: oprfKey.publicKey.x963Representation.base64URLEncodedString,
+                oprfPublicKey: publicKey.base64URLEncodedString,
                 token: token,
                 nonce: nonce.base64URLEncodedString
             )

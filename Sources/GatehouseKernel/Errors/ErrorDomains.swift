@@ -3,19 +3,63 @@
 // number so that every code has exactly one meaning. docs/ERRORS.md lists the mapping.
 
 /// Errors any operation can raise: connectivity, server state, cancellation, configuration.
-public enum GenericDomain: ErrorDomain { public static let name = "Generic" }
+public enum GenericDomain: ErrorDomain {
+    public static let name = "Generic"
+    public static var knownCodes: [GenericError.Code] {
+        [
+            .networkConnectivityFailure, .serverNotReachable, .deviceDeregistered, .userDeregistered, .actionCancelled,
+            .actionAlreadyInProgress, .dataStorageNotAvailable, .unrecoverableDataState, .unknown,
+            .configurationInvalid,
+            .requestInvalid,
+        ]
+    }
+}
 /// Errors of the PIN policy, raised while creating or changing a PIN.
-public enum PinValidationDomain: ErrorDomain { public static let name = "PinValidation" }
+public enum PinValidationDomain: ErrorDomain {
+    public static let name = "PinValidation"
+    public static var knownCodes: [PinValidationError.Code] {
+        [.blacklisted, .sequence, .similarDigits, .tooShort, .tooLong, .notNumeric]
+    }
+}
 /// Errors of authentication with PIN, biometric or custom authenticators.
-public enum AuthenticationDomain: ErrorDomain { public static let name = "Authentication" }
+public enum AuthenticationDomain: ErrorDomain {
+    public static let name = "Authentication"
+    public static var knownCodes: [AuthenticationError.Code] {
+        [
+            .invalidPin, .userNotAuthenticated, .authenticatorInvalid, .authenticatorDeregistered,
+            .customAuthenticatorFailure, .biometricAuthenticatorFailure, .authenticatorNotRegistered,
+            .customAuthenticationDisabled, .noApplicableAuthenticator,
+        ]
+    }
+}
 /// Errors of user registration through an identity provider.
-public enum RegistrationDomain: ErrorDomain { public static let name = "Registration" }
+public enum RegistrationDomain: ErrorDomain {
+    public static let name = "Registration"
+    public static var knownCodes: [RegistrationError.Code] {
+        [
+            .deviceRegistrationFailure, .invalidState, .invalidIdentityProvider, .customRegistrationExpired,
+            .customRegistrationFailure, .externalIdentityProviderFailure, .registrationUnavailable,
+            .invalidActivationCode,
+        ]
+    }
+}
 /// Errors of user deregistration.
-public enum DeregistrationDomain: ErrorDomain { public static let name = "Deregistration" }
+public enum DeregistrationDomain: ErrorDomain {
+    public static let name = "Deregistration"
+    public static var knownCodes: [DeregistrationError.Code] { [.localDeregistration] }
+}
 /// Errors of changing the PIN.
-public enum ChangePinDomain: ErrorDomain { public static let name = "ChangePin" }
+public enum ChangePinDomain: ErrorDomain {
+    public static let name = "ChangePin"
+    public static var knownCodes: [ChangePinError.Code] { [.userNotAuthenticated] }
+}
 /// Errors of handling a mobile authentication (push) request.
-public enum MobileAuthRequestDomain: ErrorDomain { public static let name = "MobileAuthRequest" }
+public enum MobileAuthRequestDomain: ErrorDomain {
+    public static let name = "MobileAuthRequest"
+    public static var knownCodes: [MobileAuthRequestError.Code] {
+        [.userNotAuthenticated, .userDisenrolled, .notEnrolled, .alreadyHandled, .notFound, .notHandleable]
+    }
+}
 
 public typealias GenericError = GatehouseError<GenericDomain>
 public typealias PinValidationError = GatehouseError<PinValidationDomain>

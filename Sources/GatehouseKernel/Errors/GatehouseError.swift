@@ -5,6 +5,12 @@
 public protocol ErrorDomain: Sendable {
     /// The domain's name as it appears in diagnostics, e.g. `"PinValidation"`.
     static var name: String { get }
+    /// The codes Gatehouse itself defines in this domain, to turn a number back into its code.
+    static var knownCodes: [GatehouseError<Self>.Code] { get }
+}
+
+extension ErrorDomain {
+    public static var knownCodes: [GatehouseError<Self>.Code] { [] }
 }
 
 /// What every Gatehouse error offers, whatever its domain: for code that reports errors without
