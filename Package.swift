@@ -10,13 +10,19 @@ let package = Package(
         .library(name: "GatehousePlugins", targets: ["GatehousePlugins"]),
         .library(name: "GatehouseTesting", targets: ["GatehouseTesting"]),
         .library(name: "PINAuthenticator", targets: ["PINAuthenticator"]),
+        .library(name: "BiometricAuthenticator", targets: ["BiometricAuthenticator"]),
         .library(name: "XignInValidators", targets: ["XignInValidators"]),
         .library(name: "CustomAPIIdentityProvider", targets: ["CustomAPIIdentityProvider"]),
         .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
+        .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
+        .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
+        .library(name: "TOTPAuthenticator", targets: ["TOTPAuthenticator"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
         .executable(name: "gatehouse-bench", targets: ["GatehouseBenchmark"]),
         .executable(name: "xignin-registration", targets: ["XignInRegistration"]),
+        .executable(name: "totp-gatehouse", targets: ["ThirdPartyAuthenticator"]),
+        .executable(name: "pin-length-store", targets: ["PinLengthStore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -28,6 +34,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // `swift package generate-documentation` (scripts/docs); the articles show Snippets/ as compiled code.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The kernel: protocols, registry, manifest schema, challenges, errors. Foundation and swift-log only.
@@ -70,18 +78,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The command-line tool: serve, demo, and device commands.
-        .executableTarget(
-            name: "gatehouse",
+        // The command line as a library: serve, demo, device and authenticator commands, run with
+        // any plugin registry (an integrator's executable composes it with its own plugins).
+        .target(
+            name: "GatehouseCommands",
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseClient", "GatehouseYAML",
                 "GatehousePlugins", "CustomAPIIdentityProvider", "XignInManager", "XignInClient", "XignInValidators",
+                "BiometricAuthenticator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+        // The `gatehouse` tool: the commands with the built-in plugins.
+        .executableTarget(
+            name: "gatehouse",
+            dependencies: ["GatehouseCommands", "GatehouseKernel", "GatehousePlugins"]
         ),
         // The XignIn manager, mounted on the token server, and the XignIn registry client.
         .target(
@@ -105,7 +120,10 @@ let package = Package(
         // Every built-in plugin in one registry value.
         .target(
             name: "GatehousePlugins",
-            dependencies: ["GatehouseKernel", "PINAuthenticator", "XignInValidators", "CustomAPIIdentityProvider"]
+            dependencies: [
+                "GatehouseKernel", "PINAuthenticator", "BiometricAuthenticator", "XignInValidators",
+                "CustomAPIIdentityProvider",
+            ]
         ),
         .target(
             name: "GatehouseTesting",
@@ -125,6 +143,11 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             path: "Plugins/PINAuthenticator"
+        ),
+        .target(
+            name: "BiometricAuthenticator",
+            dependencies: ["GatehouseKernel", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/BiometricAuthenticator"
         ),
         .target(name: "XignInValidators", dependencies: ["GatehouseKernel"], path: "Plugins/XignInValidators"),
         .target(
@@ -154,11 +177,36 @@ let package = Package(
             path: "Examples/XignInRegistration"
         ),
 
+        // An integrator's custom authenticator in one file, against the kernel (and crypto) only.
+        .target(
+            name: "TOTPAuthenticator",
+            dependencies: ["GatehouseKernel", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Examples/TOTPAuthenticator"
+        ),
+
+        // An integrator's executable: Gatehouse's commands with the TOTP example added in one line.
+        .executableTarget(
+            name: "ThirdPartyAuthenticator",
+            dependencies: ["GatehouseCommands", "GatehouseKernel", "GatehousePlugins", "TOTPAuthenticator"],
+            path: "Examples/ThirdPartyAuthenticator"
+        ),
+
+        // Seed 004's PIN-length store against an embedded server whose PIN policy changes.
+        .executableTarget(
+            name: "PinLengthStore",
+            dependencies: [
+                "GatehouseClient", "GatehouseKernel", "GatehousePlugins", "GatehouseServer", "GatehouseYAML",
+                "CustomAPIIdentityProvider",
+            ],
+            path: "Examples/PinLengthStore"
+        ),
+
         // Benchmarks: `swift run -c release gatehouse-bench` (see docs/PERFORMANCE.md).
         .executableTarget(
             name: "GatehouseBenchmark",
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseClient", "GatehousePlugins", "GatehouseYAML",
+                "BiometricAuthenticator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
@@ -175,6 +223,14 @@ let package = Package(
             dependencies: ["XignInValidators", "GatehouseKernel", "GatehouseTesting"]
         ),
         .testTarget(
+            name: "BiometricAuthenticatorTests",
+            dependencies: ["BiometricAuthenticator", "GatehouseKernel", "GatehouseTesting"]
+        ),
+        .testTarget(
+            name: "TOTPAuthenticatorTests",
+            dependencies: ["TOTPAuthenticator", "GatehouseKernel", "GatehouseTesting"]
+        ),
+        .testTarget(
             name: "PostalCodeValidatorTests",
             dependencies: ["PostalCodeValidator", "GatehouseKernel", "GatehouseTesting"]
         ),
@@ -183,7 +239,12 @@ let package = Package(
             name: "GatehouseManifestTests",
             dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins", "GatehouseTesting"]
         ),
-        .testTarget(name: "ExamplesTests", dependencies: ["ValidateInput", "gatehouse", "XignInRegistration"]),
+        .testTarget(
+            name: "ExamplesTests",
+            dependencies: [
+                "ValidateInput", "gatehouse", "XignInRegistration", "ThirdPartyAuthenticator", "PinLengthStore",
+            ]
+        ),
         .testTarget(
             name: "XignInTests",
             dependencies: [
@@ -201,7 +262,8 @@ let package = Package(
             name: "GatehouseServerTests",
             dependencies: [
                 "GatehouseServer", "GatehouseClient", "GatehouseKernel", "GatehouseProtocol", "GatehousePlugins",
-                "GatehouseYAML", "GatehouseTesting", "CustomAPIIdentityProvider",
+                "GatehouseYAML", "GatehouseTesting", "CustomAPIIdentityProvider", "TOTPAuthenticator",
+                "BiometricAuthenticator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

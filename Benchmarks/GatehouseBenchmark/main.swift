@@ -6,6 +6,7 @@
 //   swift build -c release --product gatehouse --product gatehouse-bench
 //   .build/release/gatehouse-bench [--seconds 5] [--levels 1,8,64]
 
+import BiometricAuthenticator
 import Crypto
 import Foundation
 import GatehouseClient
@@ -78,7 +79,12 @@ struct BenchmarkDelegate: RegistrationDelegate, AuthenticationDelegate {
 let manifest = try ManifestLoader.jsonAndYAML.load(path: manifestPath, additionalSections: ["server", "xignin"])
 var quiet = Logger(label: "gatehouse.bench")
 quiet.logLevel = .warning
-let plugins = try PluginRegistry.builtIn.load(manifest, environment: PluginEnvironment(logger: quiet), sides: .client)
+// The demo manifest names the command line's simulated biometric sensor; the benchmark gives it one.
+let plugins = try PluginRegistry.builtIn.load(
+    manifest,
+    environment: PluginEnvironment(logger: quiet, services: ["simulated-sensor": SimulatedBiometricSensor()]),
+    sides: .client
+)
 let clientCount = levels.max() ?? 1
 var clients: [(UserClient, UserProfile)] = []
 for index in 0..<clientCount {

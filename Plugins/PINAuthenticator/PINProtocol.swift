@@ -39,6 +39,8 @@ struct PINChallengePayload: Codable {
 struct PINSession: Codable {
     var oprfKey: Data?
     var nonce: Data
+    /// Enrolment: whether the chosen PIN was evaluated; a commit without an evaluation is refused.
+    var evaluated: Bool?
 }
 
 /// What the server keeps for an enrolled PIN: the per-user OPRF key and the public half of the

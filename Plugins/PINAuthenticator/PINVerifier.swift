@@ -40,10 +40,12 @@ public struct PINVerifier: AuthenticatorVerifier {
             let session = try decodeSession(request.session)
             guard let keyBytes = session.oprfKey else { throw invalid("evaluate before policy") }
             let evaluation = try await evaluate(message.blinded, keyBytes: keyBytes)
+            var evaluated = session
+            evaluated.evaluated = true
             return .challenge(
                 AuthenticatorChallenge(
                     payload: try PINCrypto.encode(PINChallengePayload(evaluation: evaluation)),
-                    session: try PINCrypto.encode(session)
+                    session: try PINCrypto.encode(evaluated)
                 )
             )
         case .commit:
@@ -51,6 +53,7 @@ public struct PINVerifier: AuthenticatorVerifier {
             guard let keyBytes = session.oprfKey, let publicKeyBytes = message.publicKey,
                 let signatureBytes = message.signature
             else { throw invalid("commit without a key or signature") }
+            guard session.evaluated == true else { throw invalid("commit before the PIN was evaluated") }
             guard message.policyDigest == PINCrypto.policyDigest(policy) else {
                 return .failure(
                     AuthenticationFailure(
@@ -94,6 +97,8 @@ public struct PINVerifier: AuthenticatorVerifier {
         let message = try decode(request.message)
         switch message.op {
         case .evaluate:
+            // One evaluation per flow step: a second one is a new attempt, in a new flow.
+            guard request.session == nil else { throw invalid("a second evaluation in one attempt") }
             let evaluation = try await evaluate(message.blinded, keyBytes: registration.oprfKey)
             let nonce = Data.randomBytes(32)
             return .challenge(
@@ -193,6 +198,7 @@ public enum PINAuthenticatorPlugin: AuthenticatorPlugin {
     }
 
     public static let typeIdentifier: PluginTypeIdentifier = "pin"
+    public static let authenticatorKind = AuthenticatorKind.pin
     public static let summary = "PIN authenticator: OPRF-hardened, never stored or sent, policy-checked"
 
     public static func makeAuthenticator(configuration: Configuration, context: PluginContext) -> any Authenticator {

@@ -39,6 +39,16 @@ final class ClientStore: Sendable {
                 table.primaryKey(["profile_id", "plugin", "key"])
             }
         }
+        // Which authenticators each profile has registered, and the one it prefers.
+        migrator.registerMigration("v2-authenticators") { db in
+            try db.alter(table: "profiles") { table in table.add(column: "preferred_authenticator", .text) }
+            try db.create(table: "authenticators") { table in
+                table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade)
+                table.column("authenticator", .text).notNull()
+                table.column("registered_at", .double).notNull()
+                table.primaryKey(["profile_id", "authenticator"])
+            }
+        }
         try migrator.migrate(queue)
     }
 
@@ -124,40 +134,108 @@ final class ClientStore: Sendable {
         )
     }
 
-    /// Saves a profile and its plugin values in one transaction, replacing what the profile had.
-    func saveProfile(
-        _ stored: StoredProfile,
-        server: String,
-        pluginValues: [String: [String: Data]],
-        replacingValues: Bool
-    ) throws {
-        let id = stored.profile.id
-        let sealedKey = try seal(stored.key.rawRepresentation, context: "profile|\(server)|\(id)")
+    /// What a finished flow changes for a profile, written in one transaction.
+    struct ProfileChanges: Sendable {
+        /// A registration: the profile itself (its key), replacing everything it had.
+        var profile: StoredProfile?
+        /// Each touched authenticator's complete values after the flow.
+        var values: [String: [String: Data]] = [:]
+        /// Authenticators registered by the flow.
+        var registered: [String] = []
+        /// Authenticators the flow found gone.
+        var removed: [String] = []
+    }
+
+    /// Applies a finished flow's changes: nothing before the flow succeeded, all of it at once.
+    func save(_ changes: ProfileChanges, profile id: String, server: String) throws {
+        var sealedKey: Data?
+        if let stored = changes.profile {
+            sealedKey = try seal(stored.key.rawRepresentation, context: "profile|\(server)|\(id)")
+        }
         var sealedValues: [(String, String, Data)] = []
-        for (plugin, values) in pluginValues {
+        for (plugin, values) in changes.values {
             for (key, value) in values {
                 sealedValues.append((plugin, key, try seal(value, context: "value|\(id)|\(plugin)|\(key)")))
             }
         }
         let now = Date().timeIntervalSince1970
         try queue.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO profiles (id, server, identity_provider, sealed_key, created_at) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET identity_provider = excluded.identity_provider, sealed_key = excluded.sealed_key
-                    """,
-                arguments: [id, server, stored.identityProvider, sealedKey, now]
-            )
-            if replacingValues {
+            if let stored = changes.profile, let sealedKey {
+                try db.execute(
+                    sql: """
+                        INSERT INTO profiles (id, server, identity_provider, sealed_key, created_at) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT(id) DO UPDATE SET identity_provider = excluded.identity_provider,
+                            sealed_key = excluded.sealed_key, preferred_authenticator = NULL
+                        """,
+                    arguments: [id, server, stored.identityProvider, sealedKey, now]
+                )
                 try db.execute(sql: "DELETE FROM plugin_values WHERE profile_id = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM authenticators WHERE profile_id = ?", arguments: [id])
+            }
+            for plugin in Set(changes.values.keys).union(changes.removed) {
+                try db.execute(
+                    sql: "DELETE FROM plugin_values WHERE profile_id = ? AND plugin = ?",
+                    arguments: [id, plugin]
+                )
             }
             for (plugin, key, sealed) in sealedValues {
                 try db.execute(
-                    sql:
-                        "INSERT OR REPLACE INTO plugin_values (profile_id, plugin, key, sealed_value) VALUES (?, ?, ?, ?)",
+                    sql: "INSERT INTO plugin_values (profile_id, plugin, key, sealed_value) VALUES (?, ?, ?, ?)",
                     arguments: [id, plugin, key, sealed]
                 )
             }
+            for authenticator in changes.registered {
+                try db.execute(
+                    sql:
+                        "INSERT OR REPLACE INTO authenticators (profile_id, authenticator, registered_at) VALUES (?, ?, ?)",
+                    arguments: [id, authenticator, now]
+                )
+            }
+            for authenticator in changes.removed {
+                try db.execute(
+                    sql: "DELETE FROM authenticators WHERE profile_id = ? AND authenticator = ?",
+                    arguments: [id, authenticator]
+                )
+                // Deregistering the preferred authenticator returns the profile to the PIN.
+                try db.execute(
+                    sql:
+                        "UPDATE profiles SET preferred_authenticator = NULL WHERE id = ? AND preferred_authenticator = ?",
+                    arguments: [id, authenticator]
+                )
+            }
+        }
+    }
+
+    // MARK: Authenticators
+
+    func registeredAuthenticators(profile: String) throws -> [String] {
+        try queue.read { db in
+            try String.fetchAll(
+                db,
+                sql:
+                    "SELECT authenticator FROM authenticators WHERE profile_id = ? ORDER BY registered_at, authenticator",
+                arguments: [profile]
+            )
+        }
+    }
+
+    /// The profile's preferred authenticator; `nil` means the PIN.
+    func preferredAuthenticator(profile: String) throws -> String? {
+        try queue.read { db in
+            try String.fetchOne(
+                db,
+                sql: "SELECT preferred_authenticator FROM profiles WHERE id = ?",
+                arguments: [profile]
+            )
+        }
+    }
+
+    func setPreferredAuthenticator(_ authenticator: String?, profile: String) throws {
+        try queue.write { db in
+            try db.execute(
+                sql: "UPDATE profiles SET preferred_authenticator = ? WHERE id = ?",
+                arguments: [authenticator, profile]
+            )
         }
     }
 
@@ -166,19 +244,6 @@ final class ClientStore: Sendable {
     }
 
     // MARK: Plugin values
-
-    func pluginValue(profile: String, plugin: String, key: String) throws -> Data? {
-        guard
-            let sealed = try queue.read({ db in
-                try Data.fetchOne(
-                    db,
-                    sql: "SELECT sealed_value FROM plugin_values WHERE profile_id = ? AND plugin = ? AND key = ?",
-                    arguments: [profile, plugin, key]
-                )
-            })
-        else { return nil }
-        return try open(sealed, context: "value|\(profile)|\(plugin)|\(key)")
-    }
 
     func pluginValues(profile: String, plugin: String) throws -> [String: Data] {
         let rows = try queue.read { db in

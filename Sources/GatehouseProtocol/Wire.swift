@@ -4,23 +4,6 @@ public import GatehouseKernel
 // The token server's JSON messages. Field names are snake_case on the wire, as in OAuth.
 // docs/openapi.yaml describes the same messages.
 
-/// The paths of the token server's endpoints.
-public enum Endpoint {
-    public static let health = "/health"
-    public static let configuration = "/v1/configuration"
-    public static let clients = "/v1/clients"
-    public static let registration = "/v1/registration"
-    public static let authentication = "/v1/authentication"
-    public static let changePin = "/v1/pin/change"
-    public static let flowPrefix = "/v1/flows/"
-    public static let token = "/v1/token"
-    public static let revoke = "/v1/revoke"
-    public static let deregister = "/v1/deregister"
-    public static let profileResource = "/v1/resource/profile"
-
-    public static func flow(_ id: String) -> String { flowPrefix + id }
-}
-
 /// An OAuth-style error body: `error` and `error_description`, plus Gatehouse's code and details.
 public struct ErrorBody: Codable, Sendable, Equatable {
     public var error: String
@@ -30,6 +13,9 @@ public struct ErrorBody: Codable, Sendable, Equatable {
     public var remainingFailureCount: Int?
     public var maxFailureCount: Int?
     public var customInfo: CustomInfo?
+    /// For a refused flow message: the stage the flow still waits at (try again, or the PIN it
+    /// fell back to). Absent when the refusal ended the flow.
+    public var flowStage: FlowStage?
 
     public init(
         error: String,
@@ -37,7 +23,8 @@ public struct ErrorBody: Codable, Sendable, Equatable {
         gatehouseCode: Int? = nil,
         remainingFailureCount: Int? = nil,
         maxFailureCount: Int? = nil,
-        customInfo: CustomInfo? = nil
+        customInfo: CustomInfo? = nil,
+        flowStage: FlowStage? = nil
     ) {
         self.error = error
         self.errorDescription = errorDescription
@@ -45,6 +32,7 @@ public struct ErrorBody: Codable, Sendable, Equatable {
         self.remainingFailureCount = remainingFailureCount
         self.maxFailureCount = maxFailureCount
         self.customInfo = customInfo
+        self.flowStage = flowStage
     }
 
     enum CodingKeys: String, CodingKey {
@@ -54,6 +42,7 @@ public struct ErrorBody: Codable, Sendable, Equatable {
         case remainingFailureCount = "remaining_failure_count"
         case maxFailureCount = "max_failure_count"
         case customInfo = "custom_info"
+        case flowStage = "flow_stage"
     }
 }
 
@@ -104,11 +93,14 @@ public struct ServerConfigurationResponse: Codable, Sendable {
         public var id: String
         public var type: String
         public var name: String
+        /// `pin`, `biometric` or `custom`.
+        public var kind: AuthenticatorKind
 
-        public init(id: String, type: String, name: String) {
+        public init(id: String, type: String, name: String, kind: AuthenticatorKind) {
             self.id = id
             self.type = type
             self.name = name
+            self.kind = kind
         }
     }
 
@@ -171,58 +163,85 @@ public struct AuthenticationStartRequest: Codable, Sendable {
     }
 }
 
-/// `POST /v1/flows/{id}`: one message for the plugin of the flow's current stage.
+/// `POST /v1/flows/{id}`: one message for the plugin of the flow's current stage, or a control
+/// action. Exactly one of the two.
 public struct FlowMessageRequest: Codable, Sendable {
-    public var message: Base64URLData
-    public init(message: Data) { self.message = Base64URLData(message) }
-}
+    /// What the client can do to a flow besides sending its plugin a message.
+    public enum Action: String, Codable, Sendable {
+        /// Give up; a held attempt is given back.
+        case cancel
+        /// Switch the current `authenticate` stage to the PIN.
+        case fallback
+    }
 
-/// The stages of a flow. Closed: the server runs exactly these.
-public enum FlowStage: String, Codable, Sendable {
-    /// An identity provider establishes who the user is.
-    case identity
-    /// The PIN authenticator enrols a new PIN.
-    case pinEnrolment
-    /// An authenticator proves the user is present.
-    case authentication
-    /// Nothing left to do.
-    case done
+    public var message: Base64URLData?
+    public var action: Action?
+
+    public init(message: Data) { self.message = Base64URLData(message) }
+    public init(action: Action) { self.action = action }
 }
 
 /// The server's answer to a flow start or a flow message.
 public struct FlowResponse: Codable, Sendable, Equatable {
     public var flowID: String
-    /// The stage the next message is for.
-    public var stage: FlowStage
-    /// The manifest id of the plugin that handles the stage.
-    public var plugin: String?
+    /// The stage the next message is for; absent when the flow is done.
+    public var stage: FlowStage?
     /// The plugin's server half wants another message.
     public var challenge: Base64URLData?
     /// The stage just completed, if the last message completed one.
     public var completedStage: FlowStage?
-    /// What the completed stage reported (a custom API's status and data).
+    /// What the completed stage reported (a custom API's or custom authenticator's status and data).
     public var info: CustomInfo?
-    /// For `authentication`: failure counts before this attempt.
+    /// For an `authenticate` stage: failure counts before its first attempt.
     public var failureCounts: FailureCounts?
-    /// The profile, once the identity stage has established it.
+    /// The profile, once known.
     public var profileID: String?
     /// Tokens, when the flow ends in a session.
     public var tokens: TokenResponse?
 
-    public init(flowID: String, stage: FlowStage) {
+    public init(flowID: String, stage: FlowStage?) {
         self.flowID = flowID
         self.stage = stage
     }
 
     enum CodingKeys: String, CodingKey {
         case flowID = "flow_id"
-        case stage, plugin, challenge
+        case stage, challenge
         case completedStage = "completed_stage"
         case info
         case failureCounts = "failure_counts"
         case profileID = "profile_id"
         case tokens
     }
+}
+
+/// `POST /v1/authenticators/register` and `/deregister` (access token): the authenticator's
+/// manifest id.
+public struct AuthenticatorRequest: Codable, Sendable {
+    public var authenticator: String
+    public init(authenticator: String) { self.authenticator = authenticator }
+}
+
+/// `GET /v1/authenticators` (access token): what the server offers, and which the profile has.
+public struct AuthenticatorListResponse: Codable, Sendable, Equatable {
+    public struct Entry: Codable, Sendable, Equatable {
+        public var id: String
+        public var type: String
+        public var name: String
+        public var kind: AuthenticatorKind
+        public var registered: Bool
+
+        public init(id: String, type: String, name: String, kind: AuthenticatorKind, registered: Bool) {
+            self.id = id
+            self.type = type
+            self.name = name
+            self.kind = kind
+            self.registered = registered
+        }
+    }
+
+    public var authenticators: [Entry]
+    public init(authenticators: [Entry]) { self.authenticators = authenticators }
 }
 
 /// `POST /v1/token` (DPoP with the profile key).

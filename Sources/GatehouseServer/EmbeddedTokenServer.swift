@@ -27,7 +27,10 @@ public struct EmbeddedTokenServer: TokenServerTransport {
         )
     }
 
+    /// Handles `request` in a task of its own, as a server would: cancelling the caller's task
+    /// never stops a request half-way through its transactions.
     public func send(_ request: WireRequest) async throws -> WireResponse {
-        await server.handle(request)
+        let server = server
+        return await Task { await server.handle(request) }.value
     }
 }

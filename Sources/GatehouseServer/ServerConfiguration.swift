@@ -43,10 +43,13 @@ public struct ServerConfiguration: Decodable, Sendable {
     public var maxPinFailures: Int
     /// The largest request body accepted, in bytes (1024–1048576, default 65536).
     public var maxRequestBytes: Int
+    /// The authenticators a registration enrols, in order, by manifest id. Default: the PIN only.
+    /// Must start with the PIN.
+    public var registrationAuthenticators: [String]?
 
     private enum CodingKeys: String, CodingKey {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
-            maxRequestBytes
+            maxRequestBytes, registrationAuthenticators
     }
 
     public init() {
@@ -57,6 +60,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         flowLifetime = 300
         maxPinFailures = 5
         maxRequestBytes = 65536
+        registrationAuthenticators = nil
     }
 
     public init(from decoder: any Decoder) throws {
@@ -75,5 +79,9 @@ public struct ServerConfiguration: Decodable, Sendable {
         flowLifetime = try container.decode(Int.self, forKey: .flowLifetime, default: 300, in: 10...3600)
         maxPinFailures = try container.decode(Int.self, forKey: .maxPinFailures, default: 5, in: 0...100)
         maxRequestBytes = try container.decode(Int.self, forKey: .maxRequestBytes, default: 65536, in: 1024...1_048_576)
+        registrationAuthenticators = try container.decodeIfPresent([String].self, forKey: .registrationAuthenticators)
+        if let listed = registrationAuthenticators, listed.isEmpty || Set(listed).count != listed.count {
+            throw container.invalid(.registrationAuthenticators, "list each authenticator once, the PIN first")
+        }
     }
 }

@@ -35,18 +35,21 @@ struct ServerError: Error {
     )
 
     /// The wire form of a plugin's or the kernel's error.
-    init(_ error: any DomainError, failureCounts: FailureCounts? = nil) {
+    init(_ error: any DomainError, failureCounts: FailureCounts? = nil, status overriding: Int? = nil) {
         let (status, name): (Int, String) =
             switch (error.domainName, error.codeNumber) {
             case (GenericDomain.name, GenericError.Code.requestInvalid.rawValue): (400, "invalid_request")
             case (GenericDomain.name, GenericError.Code.configurationInvalid.rawValue): (500, "server_error")
+            case (GenericDomain.name, GenericError.Code.actionAlreadyInProgress.rawValue):
+                (429, "temporarily_unavailable")
             case (RegistrationDomain.name, RegistrationError.Code.externalIdentityProviderFailure.rawValue):
                 (502, "temporarily_unavailable")
             case (RegistrationDomain.name, RegistrationError.Code.invalidIdentityProvider.rawValue):
                 (400, "invalid_request")
             default: (400, "invalid_grant")
             }
-        self.status = status
+        self.status = overriding ?? status
+        if self.status == 429 { headers["Retry-After"] = "1" }
         self.body = ErrorBody(
             error: name,
             errorDescription: error.message,

@@ -1,13 +1,30 @@
+import Crypto
 import Foundation
 import GRDB
+import GatehouseKernel
+import GatehouseProtocol
 
-/// The token server's state in SQLite (WAL, `synchronous=FULL`), behind GRDB. Every multi-step
-/// change runs in one transaction. Dates are stored as seconds since 1970 (REAL), tokens only as
-/// SHA-256 hashes.
+/// The token server's state in SQLite (WAL, `synchronous=FULL`), behind GRDB.
+///
+/// The one owner of the schema and of every write: each change is a named method that runs one
+/// transaction and keeps its invariants, and no SQL lives outside this type. Dates are stored as
+/// seconds since 1970 (REAL), tokens only as SHA-256 hashes.
 final class ServerStore: Sendable {
     let pool: DatabasePool
+    let tokenLifetimes: TokenLifetimes
+    /// Failures allowed per profile before it is deregistered; 0 means unlimited.
+    let maxFailures: Int
+    /// Seconds an attempt stays held while a plugin looks at a message; a request that takes
+    /// longer (or dies) loses it, and its answer is not applied.
+    static let holdLifetime = 30.0
 
-    init(path: String) throws {
+    /// How long the tokens this store mints live, in seconds.
+    struct TokenLifetimes: Sendable {
+        var access: Int
+        var refresh: Int
+    }
+
+    init(path: String, tokenLifetimes: TokenLifetimes, maxFailures: Int) throws {
         var configuration = Configuration()
         configuration.label = "gatehouse.server"
         configuration.busyMode = .timeout(10)
@@ -16,6 +33,8 @@ final class ServerStore: Sendable {
         // Opening in WAL mode sets synchronous=NORMAL on the writer; tokens and counters need FULL.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
+        self.tokenLifetimes = tokenLifetimes
+        self.maxFailures = maxFailures
     }
 
     static var migrator: DatabaseMigrator {
@@ -83,6 +102,88 @@ final class ServerStore: Sendable {
                 table.column("expires_at", .double).notNull().indexed()
             }
         }
+        // Flows follow the kernel's FlowMachine: its whole state is one column. Flows are
+        // short-lived, so the old table is dropped rather than converted.
+        migrator.registerMigration("v2-flow-machine") { db in
+            try db.drop(table: "flows")
+            try db.create(table: "flows") { table in
+                table.primaryKey("id", .text)
+                table.column("client_id", .text).notNull().references("clients", onDelete: .cascade)
+                table.column("profile_id", .text).indexed()
+                table.column("identity_provider", .text)
+                table.column("subject", .text)
+                table.column("scope", .text).notNull()
+                table.column("profile_key", .text)
+                table.column("key_thumbprint", .text).notNull()
+                table.column("state", .blob).notNull()
+                // The state's attempt hold, kept apart so held attempts can be counted per profile.
+                table.column("attempt", .text).notNull().defaults(to: "none")
+                // When a held attempt lapses: a request that dies mid-way blocks nobody for long.
+                table.column("held_until", .double)
+                table.column("version", .integer).notNull().defaults(to: 0)
+                table.column("expires_at", .double).notNull().indexed()
+            }
+            try db.create(index: "flows_profile_attempt", on: "flows", columns: ["profile_id", "attempt"])
+        }
         return migrator
     }
+
+    // MARK: - DPoP proofs
+
+    /// A DPoP proof about to authorise a change: recorded in the change's own transaction, so a
+    /// replayed proof is refused and a refused request leaves nothing behind.
+    struct ProofUse: Sendable {
+        var keyThumbprint: String
+        var jti: String
+        var now: Double
+    }
+
+    func record(_ proof: ProofUse, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM dpop_proofs WHERE expires_at < ?", arguments: [proof.now])
+        do {
+            try db.execute(
+                sql: "INSERT INTO dpop_proofs (jti, expires_at) VALUES (?, ?)",
+                arguments: [proof.keyThumbprint + ":" + proof.jti, proof.now + 2 * DPoP.allowedClockSkew]
+            )
+        } catch DatabaseError.SQLITE_CONSTRAINT_PRIMARYKEY {
+            throw ServerError.invalidProof("The DPoP proof was already used.")
+        }
+    }
+
+    // MARK: - Clients
+
+    struct Client: Sendable {
+        var appID: String
+        var keyThumbprint: String
+    }
+
+    /// Registers an installation's key, or returns the id it already has.
+    func registerClient(appID: String, proof: ProofUse) async throws -> String {
+        try await pool.write { db in
+            try self.record(proof, db)
+            if let existing = try String.fetchOne(
+                db,
+                sql: "SELECT id FROM clients WHERE key_thumbprint = ?",
+                arguments: [proof.keyThumbprint]
+            ) {
+                return existing
+            }
+            let id = Data.random(count: 16).base64URLEncodedString
+            try db.execute(
+                sql: "INSERT INTO clients (id, app_id, key_thumbprint, created_at) VALUES (?, ?, ?, ?)",
+                arguments: [id, appID, proof.keyThumbprint, proof.now]
+            )
+            return id
+        }
+    }
+
+    func client(_ id: String) async throws -> Client? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT app_id, key_thumbprint FROM clients WHERE id = ?", arguments: [id]).map {
+                Client(appID: $0["app_id"], keyThumbprint: $0["key_thumbprint"])
+            }
+        }
+    }
+
+    static func tokenHash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 }

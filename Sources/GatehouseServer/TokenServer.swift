@@ -1,6 +1,4 @@
-import Crypto
 import Foundation
-import GRDB
 public import GatehouseKernel
 public import GatehouseProtocol
 import Logging
@@ -17,7 +15,10 @@ public final class TokenServer: Sendable {
     let store: ServerStore
     let identityProviders: [HostedIdentityProvider]
     let authenticators: [HostedAuthenticator]
+    /// The PIN: every profile has it, every other authenticator falls back to it.
     let pinAuthenticator: HostedAuthenticator
+    /// What a registration enrols, in order (the manifest's `server.registration.authenticators`).
+    let registrationAuthenticators: [String]
     let defaultIdentityProvider: HostedIdentityProvider
     let clock: any WallClock
     let logger: Logger
@@ -35,41 +36,50 @@ public final class TokenServer: Sendable {
         let plugins = try registry.load(manifest, environment: environment, sides: .server)
         configuration = try manifest.section("server", as: ServerConfiguration.self)
         let authenticators = plugins.authenticators.compactMap { loaded in
-            loaded.verifier.map { HostedAuthenticator(descriptor: loaded.descriptor, verifier: $0) }
+            loaded.verifier.map { HostedAuthenticator(descriptor: loaded.descriptor, kind: loaded.kind, verifier: $0) }
         }
         let identityProviders = plugins.identityProviders.compactMap { loaded in
             loaded.host.map { HostedIdentityProvider(descriptor: loaded.descriptor, host: $0) }
         }
-        guard let pin = authenticators.first(where: { $0.descriptor.type == "pin" }) else {
-            throw ManifestError(
-                source: manifest.source,
-                path: "authenticators",
-                problem: "a \"pin\" authenticator is required"
-            )
+        func problem(_ path: String, _ text: String) -> ManifestError {
+            ManifestError(source: manifest.source, path: path, problem: text)
+        }
+        guard let pin = authenticators.first(where: { $0.kind == .pin }) else {
+            throw problem("authenticators", "a PIN authenticator (type \"pin\") is required")
         }
         guard let firstProvider = identityProviders.first else {
-            throw ManifestError(
-                source: manifest.source,
-                path: "identityProviders",
-                problem: "at least one identity provider is required"
-            )
+            throw problem("identityProviders", "at least one identity provider is required")
         }
         if let name = configuration.defaultIdentityProvider {
             guard let provider = identityProviders.first(where: { $0.descriptor.id == name }) else {
-                throw ManifestError(
-                    source: manifest.source,
-                    path: "server.defaultIdentityProvider",
-                    problem: "no identity provider has the id \"\(name)\""
-                )
+                throw problem("server.defaultIdentityProvider", "no identity provider has the id \"\(name)\"")
             }
             defaultIdentityProvider = provider
         } else {
             defaultIdentityProvider = firstProvider
         }
+        let enrolled = configuration.registrationAuthenticators ?? [pin.descriptor.id]
+        for (index, id) in enrolled.enumerated() where !authenticators.contains(where: { $0.descriptor.id == id }) {
+            throw problem("server.registrationAuthenticators[\(index)]", "no authenticator has the id \"\(id)\"")
+        }
+        guard enrolled.first == pin.descriptor.id else {
+            throw problem(
+                "server.registrationAuthenticators",
+                "must start with the PIN authenticator \"\(pin.descriptor.id)\": every user has a PIN, enrolled first"
+            )
+        }
+        registrationAuthenticators = enrolled
         pinAuthenticator = pin
         self.identityProviders = identityProviders
         self.authenticators = authenticators
-        store = try ServerStore(path: databasePath)
+        store = try ServerStore(
+            path: databasePath,
+            tokenLifetimes: .init(
+                access: configuration.accessTokenLifetime,
+                refresh: configuration.refreshTokenLifetime
+            ),
+            maxFailures: configuration.maxPinFailures
+        )
         clock = environment.clock
         logger = environment.logger
         self.extensions = extensions
@@ -132,6 +142,15 @@ public final class TokenServer: Sendable {
         case Endpoint.profileResource:
             try require("GET", request)
             return try await profileResource(request)
+        case Endpoint.authenticators:
+            try require("GET", request)
+            return try await listAuthenticators(request)
+        case Endpoint.authenticatorRegistration:
+            try require("POST", request)
+            return try await startAuthenticatorRegistration(request)
+        case Endpoint.authenticatorDeregistration:
+            try require("POST", request)
+            return try await deregisterAuthenticator(request)
         default:
             if path.hasPrefix(Endpoint.flowPrefix) {
                 let id = String(path.dropFirst(Endpoint.flowPrefix.count))
@@ -162,29 +181,22 @@ public final class TokenServer: Sendable {
         }
     }
 
-    /// Checks the request's DPoP proof (not yet its single use: see ``recordProof(_:_:)``).
-    func proof(_ request: WireRequest, accessToken: String? = nil) throws -> DPoP.VerifiedProof {
+    /// Checks the request's DPoP proof (not yet its single use: the store records it with the
+    /// change it authorises).
+    func proof(_ request: WireRequest, accessToken: String? = nil) throws -> ServerStore.ProofUse {
         guard let header = request.header("DPoP") else { throw ServerError.invalidProof("A DPoP proof is required.") }
         let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
         do {
-            return try DPoP.verify(header, method: request.method, path: path, accessToken: accessToken, now: clock.now)
+            let verified = try DPoP.verify(
+                header,
+                method: request.method,
+                path: path,
+                accessToken: accessToken,
+                now: clock.now
+            )
+            return ServerStore.ProofUse(keyThumbprint: verified.keyThumbprint, jti: verified.jti, now: now)
         } catch {
             throw ServerError.invalidProof("The DPoP proof is not valid: \(error.reason).")
-        }
-    }
-
-    /// Records a proof's `jti` in the same transaction as the change it authorises, so a replayed
-    /// proof is refused and a refused request leaves nothing behind.
-    func recordProof(_ proof: DPoP.VerifiedProof, _ db: Database) throws {
-        let now = clock.now.timeIntervalSince1970
-        try db.execute(sql: "DELETE FROM dpop_proofs WHERE expires_at < ?", arguments: [now])
-        do {
-            try db.execute(
-                sql: "INSERT INTO dpop_proofs (jti, expires_at) VALUES (?, ?)",
-                arguments: [proof.keyThumbprint + ":" + proof.jti, now + 2 * DPoP.allowedClockSkew]
-            )
-        } catch DatabaseError.SQLITE_CONSTRAINT_PRIMARYKEY {
-            throw ServerError.invalidProof("The DPoP proof was already used.")
         }
     }
 
@@ -211,7 +223,7 @@ public final class TokenServer: Sendable {
                 )
             },
             authenticators: authenticators.map {
-                .init(id: $0.descriptor.id, type: $0.descriptor.type.rawValue, name: $0.descriptor.name)
+                .init(id: $0.descriptor.id, type: $0.descriptor.type.rawValue, name: $0.descriptor.name, kind: $0.kind)
             },
             maxPinFailures: configuration.maxPinFailures
         )
@@ -229,23 +241,7 @@ public final class TokenServer: Sendable {
         guard configuration.clients.contains(where: { $0.id == body.appID }) else {
             throw ServerError(401, "invalid_client", "The application \"\(body.appID)\" may not register.")
         }
-        let now = now
-        let clientID = try await store.pool.write { db -> String in
-            try self.recordProof(proof, db)
-            if let existing = try String.fetchOne(
-                db,
-                sql: "SELECT id FROM clients WHERE key_thumbprint = ?",
-                arguments: [proof.keyThumbprint]
-            ) {
-                return existing
-            }
-            let id = Data.random(count: 16).base64URLEncodedString
-            try db.execute(
-                sql: "INSERT INTO clients (id, app_id, key_thumbprint, created_at) VALUES (?, ?, ?, ?)",
-                arguments: [id, body.appID, proof.keyThumbprint, now]
-            )
-            return id
-        }
+        let clientID = try await store.registerClient(appID: body.appID, proof: proof)
         return try json(ClientRegistrationResponse(clientID: clientID), status: 201)
     }
 }
@@ -256,8 +252,9 @@ struct HostedIdentityProvider: Sendable {
     var host: any IdentityProviderHost
 }
 
-/// An authenticator's server half with its descriptor.
+/// An authenticator's server half with its descriptor and kind.
 struct HostedAuthenticator: Sendable {
     var descriptor: AuthenticatorDescriptor
+    var kind: AuthenticatorKind
     var verifier: any AuthenticatorVerifier
 }

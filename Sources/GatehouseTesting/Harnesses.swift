@@ -1,84 +1,187 @@
 public import Foundation
 public import GatehouseKernel
 
-/// Runs an authenticator's client half against its server half in memory, the way the token
-/// server would route their messages, so a plugin can be tested alone.
+/// Runs an authenticator's client half against its server half in memory, through the same
+/// kernel ``FlowMachine`` the token server runs, so a plugin tested alone counts attempts,
+/// deregisters at the maximum and stores registrations exactly as in production.
 ///
-/// It keeps the server half's session between messages and its registration after enrolment,
-/// counts the attempts the server would count (challenges with `reservesAttempt`, and counted
-/// failures outside them), and records every message the client sent.
+/// It keeps one profile's counter and the server half's registration between calls, and records
+/// every message the client sent.
 public actor AuthenticatorHarness {
     public nonisolated let authenticator: any Authenticator
     public nonisolated let verifier: any AuthenticatorVerifier
     public nonisolated let profile: UserProfile
     public nonisolated let storage: InMemoryKeyValueStore
     public nonisolated let clock: any WallClock
-    /// What the server half stored at enrolment.
+    /// Failures allowed before the profile is deregistered; 0 means unlimited.
+    public nonisolated let maximumFailures: Int
+    /// What the server half stored at enrolment (and after a rotating authentication).
     public private(set) var registration: Data?
-    /// Attempts the server would have counted so far.
+    /// The profile's failure counter as the server holds it (success resets it).
+    public private(set) var failureCount = 0
+    /// Every attempt the counter took and kept, whatever came after.
     public private(set) var countedAttempts = 0
+    /// Whether the last counted failure reached the maximum and deregistered the profile.
+    public private(set) var isDeregistered = false
     /// Every message the client half sent, in order.
     public private(set) var sentMessages: [Data] = []
+    /// The machine's actions for every message, in order, for assertions.
+    public private(set) var actions: [[String]] = []
 
-    private var session: Data?
+    private var flow: FlowState?
+    /// The sessions of the current flow and of the previous one, by message.
+    private var sessions: [Data?] = []
+    private var previousSessions: [Data?] = []
+    /// When set, each message is handed the session the previous flow had at the same message
+    /// instead of its own, as an attacker replaying a stale session (an old nonce) would.
+    public private(set) var replaysStaleSessions = false
+    /// Whether a stale session that differs from the current one was handed over.
+    public private(set) var handedStaleSession = false
+
+    public func replayStaleSessions(_ on: Bool) {
+        replaysStaleSessions = on
+        handedStaleSession = false
+    }
 
     public init(
         authenticator: any Authenticator,
         verifier: any AuthenticatorVerifier,
         profile: UserProfile = UserProfile(id: "TEST01"),
+        maximumFailures: Int = 0,
         clock: any WallClock = ManualClock()
     ) {
         self.authenticator = authenticator
         self.verifier = verifier
         self.profile = profile
         self.storage = InMemoryKeyValueStore()
+        self.maximumFailures = maximumFailures
         self.clock = clock
     }
 
     /// A harness for a plugin loaded with ``PluginHarness/authenticator(_:config:environment:)``.
-    public init(_ loaded: LoadedPlugins.LoadedAuthenticator, profile: UserProfile = UserProfile(id: "TEST01")) throws {
+    public init(
+        _ loaded: LoadedPlugins.LoadedAuthenticator,
+        profile: UserProfile = UserProfile(id: "TEST01"),
+        maximumFailures: Int = 0,
+        clock: any WallClock = ManualClock()
+    ) throws {
         guard let authenticator = loaded.authenticator, let verifier = loaded.verifier else {
             throw GenericError(.configurationInvalid, message: "Load both halves of the authenticator to test it.")
         }
-        self.init(authenticator: authenticator, verifier: verifier, profile: profile)
+        self.init(
+            authenticator: authenticator,
+            verifier: verifier,
+            profile: profile,
+            maximumFailures: maximumFailures,
+            clock: clock
+        )
     }
+
+    private var id: String { authenticator.descriptor.id }
+    private var counter: AttemptCounter { AttemptCounter(failures: failureCount, maximum: maximumFailures) }
 
     /// Enrols the authenticator, answering challenges with `responder`.
     public func enroll(responder: any ChallengeResponder) async throws -> AuthenticatorResult {
-        session = nil
+        try begin(FlowPlan(kind: .authenticatorRegistration, stages: [.enrol(id)]))
         let context = AuthenticatorContext(
             profile: profile,
             storage: storage,
-            server: conversation(enrolling: true),
+            server: conversation(),
             responder: responder
         )
         return try await authenticator.enroll(context)
     }
 
-    /// Runs one authentication attempt.
+    /// Runs one authentication attempt. `failureCounts` overrides what the first challenge shows.
     public func authenticate(
         responder: any ChallengeResponder,
         failureCounts: FailureCounts? = nil,
         previousError: (any DomainError)? = nil
     ) async throws -> AuthenticatorResult {
-        session = nil
+        // As in production, the PIN (here a stand-in id) is the fallback of every other authenticator.
+        try begin(.authentication(with: id, fallback: Self.fallbackID))
         let context = AuthenticatorContext(
             profile: profile,
             storage: storage,
-            server: conversation(enrolling: false),
+            server: conversation(),
             responder: responder,
-            failureCounts: failureCounts,
+            failureCounts: failureCounts ?? counter.failureCounts,
             previousError: previousError
         )
-        return try await authenticator.authenticate(context)
+        do {
+            let result = try await authenticator.authenticate(context)
+            // The SDK tells the server of a fallback; the machine decides what it costs.
+            if case .fallbackToPin = result, let state = flow {
+                var machine = FlowMachine(state: state)
+                _ = try apply(machine.fallBack(counter: counter))
+                flow = nil
+            }
+            return result
+        } catch {
+            // The SDK cancels a flow it gives up; the machine settles the attempt it held.
+            if let state = flow {
+                var machine = FlowMachine(state: state)
+                _ = try? apply(machine.cancel(counter: counter))
+                flow = nil
+            }
+            throw error
+        }
     }
 
-    private nonisolated func conversation(enrolling: Bool) -> ServerConversation {
-        ServerConversation { message in try await self.deliver(message, enrolling: enrolling) }
+    /// The id standing for the PIN when the plugin under test falls back.
+    static let fallbackID = "harness.pin"
+
+    /// Deregisters the authenticator: the client half's clean-up, then the server forgets it.
+    public func deregister(responder: any ChallengeResponder) async throws {
+        let refusing = ServerConversation { _ in
+            throw GenericError(.requestInvalid, message: "Deregistration sends nothing to the server half.")
+        }
+        try await authenticator.deregister(
+            AuthenticatorContext(profile: profile, storage: storage, server: refusing, responder: responder)
+        )
+        registration = nil
     }
 
-    private func deliver(_ message: Data, enrolling: Bool) async throws -> ServerReply {
+    /// Sends `messages` (recorded from an earlier authentication) straight to the server half in
+    /// a new authentication, as an attacker replaying them would. Returns whether it succeeded.
+    public func replay(_ messages: [Data]) async -> Bool {
+        do {
+            try begin(.authentication(with: id, fallback: nil))
+            for message in messages {
+                if case .completed = try await deliver(message) { return true }
+            }
+            return false
+        } catch {
+            return false
+        }
+    }
+
+    private func begin(_ plan: FlowPlan) throws {
+        guard !isDeregistered else { throw GenericError(.userDeregistered) }
+        if !sessions.isEmpty { previousSessions = sessions }
+        sessions = []
+        let (machine, startActions) = FlowMachine.start(plan, counter: plan.kind == .authentication ? counter : nil)
+        flow = machine.state
+        _ = try apply(startActions)
+    }
+
+    private nonisolated func conversation() -> ServerConversation {
+        ServerConversation { message in try await self.deliver(message) }
+    }
+
+    private func deliver(_ message: Data) async throws -> ServerReply {
         sentMessages.append(message)
+        guard let state = flow else { throw GenericError(.requestInvalid, message: "The flow is over.") }
+        let counted = state.plan.kind == .authentication ? counter : nil
+        var machine = FlowMachine(state: state)
+        if let reply = try apply(machine.messageArrived(counter: counted)) { return reply }
+        var session = machine.state.session
+        let index = sessions.count
+        sessions.append(session)
+        if replaysStaleSessions, index < previousSessions.count, let stale = previousSessions[index], stale != session {
+            handedStaleSession = true
+            session = stale
+        }
         let request = VerificationRequest(
             subject: "subject-\(profile.id)",
             profile: profile,
@@ -87,22 +190,49 @@ public actor AuthenticatorHarness {
             registration: registration,
             now: clock.now
         )
-        let outcome = enrolling ? try await verifier.enroll(request) : try await verifier.verify(request)
-        switch outcome {
-        case .challenge(let challenge):
-            session = challenge.session
-            if challenge.reservesAttempt { countedAttempts += 1 }
-            return .challenge(challenge.payload)
-        case .success(let success):
-            session = nil
-            if let stored = success.registration { registration = stored }
-            return .completed(success.reply, info: success.info)
-        case .failure(let failure):
-            session = nil
-            throw failure.error
-        case .notApplicable:
-            throw GenericError(.requestInvalid, message: "The server half said the message was not for it.")
+        let type = verifier.descriptor.type
+        let outcome: StageOutcome
+        if case .enrol = machine.state.stage {
+            outcome = await StageOutcome.authenticator(type) { try await verifier.enroll(request) }
+        } else {
+            outcome = await StageOutcome.authenticator(type) { try await verifier.verify(request) }
         }
+        let applied = machine.apply(outcome, counter: state.plan.kind == .authentication ? counter : nil)
+        guard let reply = try apply(applied) else {
+            throw GenericError(.requestInvalid, message: "The flow produced no answer.")
+        }
+        return reply
+    }
+
+    /// Applies the machine's actions to the harness' in-memory state, as the server's store does
+    /// to its database. Returns the reply, throws the refusal, `nil` when there is nothing to say.
+    private func apply(_ list: [FlowAction]) throws -> ServerReply? {
+        if !list.isEmpty { actions.append(list.map(\.description)) }
+        for action in list {
+            switch action {
+            case .reserveAttempt, .releaseAttempt: break
+            case .commitAttempt, .countFailure:
+                failureCount += 1
+                countedAttempts += 1
+            case .resetFailures: failureCount = 0
+            case .identifyUser, .createProfile, .issueTokens: break
+            case .storeRegistration(_, let data): registration = data
+            case .removeRegistration: registration = nil
+            case .deregister:
+                isDeregistered = true
+                registration = nil
+            case .saveFlow(let state): flow = state
+            case .endFlow: flow = nil
+            case .reply(let reply):
+                guard let challenge = reply.challenge else {
+                    return reply.stage == nil || reply.completed != nil ? .completed(nil, info: reply.info) : nil
+                }
+                return .challenge(challenge)
+            case .refuse(let refusal):
+                throw refusal.error
+            }
+        }
+        return nil
     }
 }
 

@@ -8,6 +8,8 @@ public enum ScriptedAnswer: Sendable {
     case customAuthenticator(CustomAuthenticatorResponse)
     case browserRegistration(BrowserRegistrationResponse)
     case customRegistration(CustomRegistrationResponse)
+    case customAuthenticatorRegistration(CustomAuthenticatorRegistrationResponse)
+    case customAuthenticatorDeregistration(CustomAuthenticatorDeregistrationResponse)
     /// Cancels whatever challenge comes next.
     case cancel
 }
@@ -20,6 +22,8 @@ public enum RecordedChallenge: Sendable {
     case customAuthenticator(CustomAuthenticatorChallenge)
     case browserRegistration(BrowserRegistrationChallenge)
     case customRegistration(CustomRegistrationChallenge)
+    case customAuthenticatorRegistration(CustomAuthenticatorRegistrationChallenge)
+    case customAuthenticatorDeregistration(CustomAuthenticatorDeregistrationChallenge)
 
     /// The kind, e.g. `"createPin"`, for compact assertions.
     public var kind: String {
@@ -30,6 +34,8 @@ public enum RecordedChallenge: Sendable {
         case .customAuthenticator: "customAuthenticator"
         case .browserRegistration: "browserRegistration"
         case .customRegistration: "customRegistration"
+        case .customAuthenticatorRegistration: "customAuthenticatorRegistration"
+        case .customAuthenticatorDeregistration: "customAuthenticatorDeregistration"
         }
     }
 
@@ -42,6 +48,8 @@ public enum RecordedChallenge: Sendable {
         case .customAuthenticator(let challenge): challenge.error
         case .browserRegistration(let challenge): challenge.error
         case .customRegistration(let challenge): challenge.error
+        case .customAuthenticatorRegistration(let challenge): challenge.error
+        case .customAuthenticatorDeregistration: nil
         }
     }
 }
@@ -52,7 +60,9 @@ public enum RecordedChallenge: Sendable {
 /// does not match the next answer (or comes after the script ran out) is cancelled and noted in
 /// ``unexpected``, so a test can tell "the flow asked something it should not have" apart from
 /// "the flow failed". Check ``isFinished`` at the end: every answer used, nothing unexpected.
-public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, ChangePinDelegate {
+public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, ChangePinDelegate,
+    AuthenticatorRegistrationDelegate, AuthenticatorDeregistrationDelegate
+{
     private var script: [ScriptedAnswer]
     /// Every challenge received, in order.
     public private(set) var received: [RecordedChallenge] = []
@@ -110,6 +120,24 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    public func customAuthenticatorRegistration(
+        _ challenge: CustomAuthenticatorRegistrationChallenge
+    ) -> CustomAuthenticatorRegistrationResponse {
+        switch next(.customAuthenticatorRegistration(challenge)) {
+        case .customAuthenticatorRegistration(let response): response
+        default: .cancel
+        }
+    }
+
+    public func customAuthenticatorDeregistration(
+        _ challenge: CustomAuthenticatorDeregistrationChallenge
+    ) -> CustomAuthenticatorDeregistrationResponse {
+        switch next(.customAuthenticatorDeregistration(challenge)) {
+        case .customAuthenticatorDeregistration(let response): response
+        default: .cancel
+        }
+    }
+
     /// Records `challenge` and takes the next answer if it fits; `nil` (cancel) otherwise.
     private func next(_ challenge: RecordedChallenge) -> ScriptedAnswer? {
         received.append(challenge)
@@ -121,7 +149,9 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
             switch (answer, challenge) {
             case (.createPin, .createPin), (.pin, .pin), (.biometric, .biometric),
                 (.customAuthenticator, .customAuthenticator), (.browserRegistration, .browserRegistration),
-                (.customRegistration, .customRegistration), (.cancel, _):
+                (.customRegistration, .customRegistration),
+                (.customAuthenticatorRegistration, .customAuthenticatorRegistration),
+                (.customAuthenticatorDeregistration, .customAuthenticatorDeregistration), (.cancel, _):
                 true
             default:
                 false

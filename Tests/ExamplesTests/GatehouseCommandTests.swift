@@ -30,8 +30,8 @@ private final class Session {
     let output = Collected()
     let errors = Collected()
 
-    init(_ arguments: [String]) throws {
-        process.executableURL = try binary("gatehouse")
+    init(_ arguments: [String], binary name: String = "gatehouse") throws {
+        process.executableURL = try binary(name)
         process.arguments = arguments
         process.currentDirectoryURL = packageRoot
         let outputPipe = Pipe()
@@ -69,11 +69,17 @@ private final class Session {
     }
 }
 
-/// Starts `gatehouse serve` on a free loopback port with its state in `directory`.
-private func startServer(in directory: URL) async throws -> (Session, String) {
-    let server = try Session([
-        "serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0",
-    ])
+/// Starts `gatehouse serve` (or another build of the commands) on a free loopback port with its
+/// state in `directory`.
+private func startServer(
+    in directory: URL,
+    binary: String = "gatehouse",
+    manifest: [String] = []
+) async throws -> (Session, String) {
+    let server = try Session(
+        ["serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0"] + manifest,
+        binary: binary
+    )
     _ = try await server.waitFor("listening on http://")
     let announced = server.output.withLock { $0 }
     guard let start = announced.range(of: "http://") else {
@@ -100,7 +106,11 @@ struct GatehouseCommandTests {
             "PIN refused: This PIN is too common; choose another one. [PinValidation.blacklisted 9011]",
             "✓ registered profile", "✓ authenticated",
             "refused: The PIN is not correct. [Authentication.invalidPin 9009]",
-            "(2 of 3 attempts left)", "✓ PIN changed", "GET /v1/resource/profile", "profiles left on the device: 0",
+            "(2 of 3 attempts left)", "✓ registered; the profile's authenticators: PIN, Face (simulated)",
+            "✓ authenticated: the sensor matched",
+            "← refused: The authenticator was deregistered; use the PIN. [Authentication.authenticatorDeregistered 9022]",
+            "✓ authenticated with the PIN; the profile's authenticators: PIN",
+            "✓ PIN changed", "GET /v1/resource/profile", "profiles left on the device: 0",
             "Done.",
         ] {
             #expect(output.contains(expected), "missing: \(expected)")
@@ -149,12 +159,96 @@ struct GatehouseCommandTests {
         #expect(login.errors.withLock { $0 }.contains("PIN (2 attempts left): "))
         #expect(login.output.withLock { $0 }.contains("Authenticated profile \(profile) (subject ann@example.com"))
 
+        let change = try Session(["change-pin", "--profile", profile] + device)
+        for line in ["258147", "258147", "914736"] { change.type(line) }
+        #expect(try await change.finish() == 0, "\(change.errors.withLock { $0 })")
+        #expect(change.output.withLock { $0 }.contains("Changed the PIN of \(profile)."))
+        let again = try Session(["login", "--profile", profile] + device)
+        again.type("914736")
+        #expect(try await again.finish() == 0, "\(again.errors.withLock { $0 })")
+
         let deregister = try Session(["deregister", "--profile", profile] + device)
         #expect(try await deregister.finish() == 0)
         #expect(deregister.output.withLock { $0 } == "Deregistered profile \(profile).\n")
         let none = try Session(["profiles"] + device)
         #expect(try await none.finish() == 0)
         #expect(none.output.withLock { $0 }.isEmpty)
+    }
+
+    @Test(
+        "an integrator's own build with a third-party authenticator: serve, register it, log in with it, prefer, deregister"
+    )
+    func thirdPartyAuthenticator() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gatehouse-totp-test-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let manifest = ["--manifest", "Examples/manifests/totp.yaml"]
+        let (server, url) = try await startServer(in: directory, binary: "totp-gatehouse", manifest: manifest)
+        defer { server.process.terminate() }
+        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path] + manifest
+        func run(_ arguments: [String], typing lines: [String] = []) async throws -> (String, String) {
+            let session = try Session(arguments + device, binary: "totp-gatehouse")
+            for line in lines { session.type(line) }
+            let status = try await session.finish()
+            let (output, errors) = (session.output.withLock { $0 }, session.errors.withLock { $0 })
+            #expect(status == 0, "\(arguments): \(errors)")
+            return (output, errors)
+        }
+
+        let register = try Session(["register"] + device, binary: "totp-gatehouse")
+        _ = try await register.waitFor("E-mail address: ")
+        register.type("ann@example.com")
+        let prompt = try await register.waitFor("Code: ")
+        let sent = try #require(prompt.range(of: "Code sent to "))
+        let digits = try #require(prompt[sent.upperBound...].range(of: #"[0-9]{6}"#, options: .regularExpression))
+        register.type(String(prompt[digits]))
+        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
+        register.type("258147")
+        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
+        let profile = String(register.output.withLock { $0 }.dropFirst("Registered profile ".count).prefix(6))
+
+        let (before, _) = try await run(["authenticators", "list", "--profile", profile])
+        #expect(before.contains("totp\tcustom\tOne-time code\tnot registered"))
+        #expect(before.contains("pin\tpin\tPIN\tregistered, preferred"))
+        // Log in with the PIN, the PIN again for the registration, then let the device make the secret.
+        let (added, _) = try await run(
+            ["authenticators", "register", "totp", "--profile", profile],
+            typing: ["258147", "258147", ""]
+        )
+        #expect(added.contains("Registered totp."))
+        // The device answers the server's challenge with the current code.
+        let (login, _) = try await run(["login", "--profile", profile, "--authenticator", "totp"], typing: [""])
+        #expect(login.contains("Authenticated profile \(profile)"))
+        let (preferred, _) = try await run(["authenticators", "prefer", "totp", "--profile", profile])
+        #expect(preferred.contains("totp is now preferred"))
+        // Deregistering logs in with the preferred TOTP; choose the PIN instead, then confirm.
+        let (removed, _) = try await run(
+            ["authenticators", "deregister", "totp", "--profile", profile],
+            typing: ["p", "258147", "y"]
+        )
+        #expect(removed.contains("Deregistered totp."))
+        let (after, _) = try await run(["authenticators", "list", "--profile", profile, "--show", "registered"])
+        #expect(after == "pin\tpin\tPIN\tregistered, preferred\n")
+    }
+
+    @Test(
+        "pin-length-store keeps the length after a successful registration or change only, and drops it on deregistration"
+    )
+    func pinLengthStore() async throws {
+        let example = try Session([], binary: "pin-length-store")
+        #expect(try await example.finish() == 0, "\(example.errors.withLock { $0 })")
+        let lines = example.output.withLock { $0 }.split(separator: "\n").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        for expected in [
+            "stored length: 6", "PIN pad with 6 digits, 3 attempts left", "create-PIN pad with 5 digits",
+            "change cancelled; stored length still: 6", "stored length: 5", "PIN pad with 5 digits, 1 attempt left",
+            "deregistered (userDeregistered); stored length: none", "Done.",
+        ] {
+            #expect(lines.contains(expected), "missing: \(expected)")
+        }
     }
 
     @Test("xignin register, activate and list against gatehouse serve, retrying a refused e-mail")

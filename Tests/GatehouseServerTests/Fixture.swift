@@ -1,3 +1,4 @@
+import BiometricAuthenticator
 import CustomAPIIdentityProvider
 import Foundation
 import GRDB
@@ -12,6 +13,7 @@ import Hummingbird
 import Logging
 import ServiceLifecycle
 import Synchronization
+import TOTPAuthenticator
 import Testing
 
 /// How the tests reach the server: in-process, or over HTTP on a loopback port.
@@ -58,8 +60,52 @@ final class RecordingTransport: TokenServerTransport {
 }
 
 /// A token server (embedded or over HTTP) with its state in a temporary directory.
+/// The statuses the `test.scripted` custom authenticator's service answers, in order (2000 when
+/// the script is empty), and how many answers it checked.
+final class StatusScript: Sendable {
+    private let state = Mutex<(statuses: [Int], checked: Int)>(([], 0))
+    /// How long each check takes, for tests that act while a check is under way.
+    let delay = Mutex<Duration>(.zero)
+
+    func answer(_ statuses: Int...) { state.withLock { $0.statuses += statuses } }
+    var checked: Int { state.withLock { $0.checked } }
+
+    func next() -> CustomAuthenticatorResult {
+        let status = state.withLock { state -> Int in
+            state.checked += 1
+            return state.statuses.isEmpty ? 2000 : state.statuses.removeFirst()
+        }
+        return CustomAuthenticatorResult(status: status, responsePayload: "status \(status)")
+    }
+}
+
+extension PluginRegistry {
+    /// The built-in plugins, the TOTP example, and `test.scripted`: a custom authenticator made
+    /// with the closure adapters whose service answers from `script`.
+    static func testing(_ script: StatusScript) throws -> PluginRegistry {
+        var registry = try PluginRegistry.builtIn.registering(TOTPAuthenticatorPlugin.self)
+        try registry.registerCustomAuthenticator(
+            "test.scripted",
+            summary: "answers scripted statuses",
+            device: ClosureCustomAuthenticatorDevice(),
+            service: ClosureCustomAuthenticatorService(
+                register: { _ in script.next() },
+                authenticate: { _ in
+                    let delay = script.delay.withLock { $0 }
+                    if delay > .zero { try await Task.sleep(for: delay) }
+                    return script.next()
+                }
+            )
+        )
+        return registry
+    }
+}
+
 struct Fixture {
     let directory: URL
+    let script: StatusScript
+    /// The devices' simulated biometric sensor.
+    let sensor = SimulatedBiometricSensor()
     let transport: RecordingTransport
     let manifest: Manifest
     let serverLog: RecordingLogger
@@ -67,7 +113,7 @@ struct Fixture {
 
     var serverDatabase: String { directory.appendingPathComponent("server/server.sqlite").path }
 
-    static func manifestText(maxPinFailures: Int) -> String {
+    static func manifestText(maxPinFailures: Int, registrationAuthenticators: [String] = ["pin"]) -> String {
         """
         server:
           clients:
@@ -76,12 +122,23 @@ struct Fixture {
               defaultScopes: [read]
           maxPinFailures: \(maxPinFailures)
           maxRequestBytes: 4096
+          registrationAuthenticators: [\(registrationAuthenticators.joined(separator: ", "))]
         authenticators:
           - id: pin
             type: pin
             name: PIN
             config:
               policy: {length: 6, maxSimilarDigits: 2}
+          - id: totp
+            type: example.totp
+            name: One-time code
+          - id: scripted
+            type: test.scripted
+            name: Scripted custom authenticator
+          - id: face
+            type: biometric.simulated
+            name: Face
+            config: {sensor: face-sensor}
         identityProviders:
           - id: codes
             type: idp.customAPI
@@ -92,9 +149,9 @@ struct Fixture {
 
     /// A client (device) with its own data directory.
     func client(_ name: String = "device") throws -> UserClient {
-        let plugins = try PluginRegistry.builtIn.load(
+        let plugins = try PluginRegistry.testing(script).load(
             manifest,
-            environment: PluginEnvironment(logger: clientLog.logger),
+            environment: PluginEnvironment(logger: clientLog.logger, services: ["face-sensor": sensor]),
             sides: .client
         )
         return try UserClient(
@@ -142,11 +199,21 @@ struct Fixture {
 }
 
 /// Runs `body` against a fresh server in `mode`, and tears it down afterwards.
-func withFixture(_ mode: Mode, maxPinFailures: Int = 3, _ body: (Fixture) async throws -> Void) async throws {
+func withFixture(
+    _ mode: Mode,
+    maxPinFailures: Int = 3,
+    registrationAuthenticators: [String] = ["pin"],
+    _ body: (Fixture) async throws -> Void
+) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-test-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: directory) }
     let manifest = try ManifestLoader.jsonAndYAML.parse(
-        Data(Fixture.manifestText(maxPinFailures: maxPinFailures).utf8),
+        Data(
+            Fixture.manifestText(
+                maxPinFailures: maxPinFailures,
+                registrationAuthenticators: registrationAuthenticators
+            ).utf8
+        ),
         format: YAMLManifestFormat(),
         source: "test.yaml",
         additionalSections: ["server"]
@@ -154,10 +221,11 @@ func withFixture(_ mode: Mode, maxPinFailures: Int = 3, _ body: (Fixture) async 
     let serverLog = RecordingLogger(label: "server", level: .trace)
     let clientLog = RecordingLogger(label: "client", level: .trace)
     let environment = PluginEnvironment(logger: serverLog.logger, services: ["codes": FixedCodeAPI()])
+    let script = StatusScript()
     let embedded = try EmbeddedTokenServer(
         directory: directory.appendingPathComponent("server"),
         manifest: manifest,
-        registry: try PluginRegistry.builtIn,
+        registry: try PluginRegistry.testing(script),
         environment: environment
     )
     switch mode {
@@ -165,6 +233,7 @@ func withFixture(_ mode: Mode, maxPinFailures: Int = 3, _ body: (Fixture) async 
         try await body(
             Fixture(
                 directory: directory,
+                script: script,
                 transport: RecordingTransport(embedded),
                 manifest: manifest,
                 serverLog: serverLog,
@@ -186,6 +255,7 @@ func withFixture(_ mode: Mode, maxPinFailures: Int = 3, _ body: (Fixture) async 
                 try await body(
                     Fixture(
                         directory: directory,
+                        script: script,
                         transport: RecordingTransport(HTTPTransport(baseURL: "http://127.0.0.1:\(port)")),
                         manifest: manifest,
                         serverLog: serverLog,

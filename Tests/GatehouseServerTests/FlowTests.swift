@@ -69,16 +69,24 @@ struct FlowTests {
             #expect(before?.accessToken != after?.accessToken)
             #expect(try await client.fetchProfileResource().profileID == registration.profile.id)
 
-            // Logout ends the session on the server.
+            // Logout ends the session on the server: a request with the old token and a valid
+            // proof from the profile's key, accepted just before, is refused after.
             let revokedAccess = try #require(after?.accessToken)
+            let url = fixture.transport.baseURL + Endpoint.profileResource
+            func withOldToken(_ proof: String) async throws -> WireResponse {
+                try await fixture.send(
+                    "GET",
+                    Endpoint.profileResource,
+                    headers: ["Authorization": "DPoP \(revokedAccess)", "DPoP": proof]
+                )
+            }
+            #expect(try await withOldToken(try await client.dpopProof(method: "GET", url: url)).status == 200)
+            let unusedProof = try await client.dpopProof(method: "GET", url: url)
             await client.logout()
             #expect(await client.authenticatedUserProfile == nil)
-            let stale = try await fixture.send(
-                "GET",
-                Endpoint.profileResource,
-                headers: ["Authorization": "DPoP \(revokedAccess)"]
-            )
+            let stale = try await withOldToken(unusedProof)
             #expect(stale.status == 401)
+            #expect(String(decoding: stale.body, as: UTF8.self).contains("revoked"))
 
             // Deregistration removes the profile on both sides.
             try await client.deregisterUser(registration.profile)

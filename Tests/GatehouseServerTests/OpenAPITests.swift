@@ -14,13 +14,30 @@ struct OpenAPITests {
                 String($0.dropFirst(2).dropLast())
             }
         )
-        let served: Set<String> = [
-            Endpoint.health, Endpoint.configuration, Endpoint.clients, Endpoint.registration, Endpoint.authentication,
-            Endpoint.changePin, Endpoint.flowPrefix + "{flowID}", Endpoint.token, Endpoint.revoke, Endpoint.deregister,
-            Endpoint.profileResource,
+        let served = Set(Endpoint.all).union([
             // The XignIn manager, mounted when the manifest has an `xignin` section.
             "/xignin/v1/configuration", "/xignin/v1/pin/evaluate", "/xignin/v1/registrations", "/xignin/v1/activations",
-        ]
+        ])
         #expect(documented == served)
+    }
+
+    @Test("every listed endpoint is routed (no 404), and an unlisted one is not", arguments: Mode.allCases)
+    func listedEndpointsAreServed(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            for path in Endpoint.all {
+                let concrete = path.replacingOccurrences(of: "{flowID}", with: "AAAAAAAAAAAAAAAAAAAAAAAA")
+                let get = try await fixture.send("GET", concrete)
+                let post = try await fixture.send("POST", concrete)
+                let answers = [get, post].map(\.status)
+                // A routed path answers 405 to the wrong method or refuses the empty request;
+                // an unknown one is 404 "There is no endpoint".
+                let unrouted = [get, post].allSatisfy {
+                    String(decoding: $0.body, as: UTF8.self).contains("There is no endpoint")
+                }
+                #expect(!unrouted, "\(path) answered \(answers)")
+            }
+            let unknown = try await fixture.send("GET", "/v1/nothing")
+            #expect(String(decoding: unknown.body, as: UTF8.self).contains("There is no endpoint"))
+        }
     }
 }

@@ -31,10 +31,11 @@ private func files(in directory: URL) -> [URL] {
 }
 
 /// The `op` of a PIN plugin message carried in a flow request, if it is one.
-private func pinOperation(_ request: WireRequest) -> String? {
+func pinOperation(_ request: WireRequest) -> String? {
     guard request.path.hasPrefix(Endpoint.flowPrefix),
         let body = try? WireCoding.decode(FlowMessageRequest.self, from: request.body),
-        let object = try? JSONSerialization.jsonObject(with: body.message.data) as? [String: Any]
+        let message = body.message,
+        let object = try? JSONSerialization.jsonObject(with: message.data) as? [String: Any]
     else { return nil }
     return object["op"] as? String
 }

@@ -68,6 +68,7 @@ struct PINAuthenticatorTests {
         }
         do {
             _ = try await pin.authenticate(responder: ScriptedResponder([.pin("000000")]))
+            Issue.record("a wrong PIN authenticated")
         } catch let error as AuthenticationError {
             #expect(error.code == .invalidPin)
         }
@@ -80,7 +81,9 @@ struct PINAuthenticatorTests {
         let pin = try harness()
         _ = try await pin.enroll(responder: ScriptedResponder([.createPin("258147")]))
         _ = try await pin.authenticate(responder: ScriptedResponder([.pin("258147")]))
-        _ = try? await pin.authenticate(responder: ScriptedResponder([.pin("258148")]))
+        await #expect(throws: AuthenticationError.self) {
+            _ = try await pin.authenticate(responder: ScriptedResponder([.pin("258148")]))
+        }
         let messages = await pin.sentMessages
         #expect(messages.count >= 6)
         for message in messages {
@@ -133,5 +136,80 @@ struct PINAuthenticatorTests {
                 == "config.polciy: unknown key; expected one of: policy"
         )
         #expect(PluginHarness.configurationProblem(PINAuthenticatorPlugin.self, config: [:]) == nil)
+    }
+}
+
+@Suite("PIN authenticator conformance")
+struct PINAuthenticatorConformanceTests {
+    @Test("passes the authenticator conformance suite")
+    func conformance() async throws {
+        try await AuthenticatorConformance(
+            PINAuthenticatorPlugin.self,
+            enrol: [.createPin("258147")],
+            authenticate: [.pin("258147")],
+            wrongAttempt: .answers([.pin("147258")]),
+            fallback: nil
+        ).run()
+    }
+}
+
+@Suite("PIN message order")
+struct PINEnrolmentOrderTests {
+    @Test("a second evaluation in one attempt is refused: each guess needs its own counted attempt")
+    func secondEvaluation() async throws {
+        let pin = try AuthenticatorHarness(PluginHarness.authenticator(PINAuthenticatorPlugin.self), maximumFailures: 3)
+        _ = try await pin.enroll(responder: ScriptedResponder([.createPin("258147")]))
+        let before = await pin.sentMessages.count
+        _ = try await pin.authenticate(responder: ScriptedResponder([.pin("258147")]))
+        let evaluate = try #require(await pin.sentMessages.dropFirst(before).first)
+        // An attacker sends the evaluation twice in one flow, hoping for a free second guess.
+        #expect(await pin.replay([evaluate, evaluate]) == false)
+        #expect(await pin.failureCount == 1)
+        let registration = await pin.registration
+        let verifier = pin.verifier
+        await #expect(throws: GenericError.self) {
+            _ = try await verifier.verify(
+                VerificationRequest(
+                    subject: "s",
+                    profile: pin.profile,
+                    message: evaluate,
+                    session: Data("{}".utf8),
+                    registration: registration,
+                    now: Date()
+                )
+            )
+        }
+    }
+
+    @Test("a commit that never had an evaluation is refused for that reason")
+    func commitWithoutEvaluation() async throws {
+        let loaded = try PluginHarness.authenticator(PINAuthenticatorPlugin.self)
+        let verifier = try #require(loaded.verifier)
+        let profile = UserProfile(id: "TEST01")
+        let policy = try await verifier.enroll(
+            VerificationRequest(subject: "s", profile: profile, message: Data(#"{"op":"policy"}"#.utf8), now: Date())
+        )
+        guard case .challenge(let challenge) = policy else {
+            Issue.record("no policy challenge")
+            return
+        }
+        let payload = try #require(try JSONSerialization.jsonObject(with: challenge.payload) as? [String: Any])
+        let digest = try #require(payload["policyDigest"] as? String)
+        let commit = #"{"op":"commit","publicKey":"AAAA","signature":"AAAA","policyDigest":"\#(digest)"}"#
+        do {
+            _ = try await verifier.enroll(
+                VerificationRequest(
+                    subject: "s",
+                    profile: profile,
+                    message: Data(commit.utf8),
+                    session: challenge.session,
+                    now: Date()
+                )
+            )
+            Issue.record("a commit without an evaluation was accepted")
+        } catch let error as GenericError {
+            #expect(error.code == .requestInvalid)
+            #expect(error.message.contains("before the PIN was evaluated"), "\(error.message)")
+        }
     }
 }

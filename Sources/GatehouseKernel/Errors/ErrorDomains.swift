@@ -28,7 +28,8 @@ public enum AuthenticationDomain: ErrorDomain {
         [
             .invalidPin, .userNotAuthenticated, .authenticatorInvalid, .authenticatorDeregistered,
             .customAuthenticatorFailure, .biometricAuthenticatorFailure, .authenticatorNotRegistered,
-            .customAuthenticationDisabled, .noApplicableAuthenticator,
+            .customAuthenticationDisabled, .noApplicableAuthenticator, .authenticatorAlreadyRegistered,
+            .authenticatorNotSupported, .pinDeregistrationNotPossible,
         ]
     }
 }
@@ -175,6 +176,27 @@ extension GatehouseError.Code where Domain == AuthenticationDomain {
             10017,
             name: "customAuthenticationDisabled",
             defaultMessage: "Custom authenticators are disabled on the server."
+        )
+    }
+    public static var authenticatorAlreadyRegistered: Self {
+        Self(
+            10004,
+            name: "authenticatorAlreadyRegistered",
+            defaultMessage: "The authenticator is already registered for this user."
+        )
+    }
+    public static var authenticatorNotSupported: Self {
+        Self(
+            10006,
+            name: "authenticatorNotSupported",
+            defaultMessage: "The authenticator is not supported here (the server or the app does not offer it)."
+        )
+    }
+    public static var pinDeregistrationNotPossible: Self {
+        Self(
+            10008,
+            name: "pinDeregistrationNotPossible",
+            defaultMessage: "The PIN cannot be deregistered; deregister the user instead."
         )
     }
     public static var noApplicableAuthenticator: Self {

@@ -113,6 +113,43 @@ public enum CustomAuthenticatorResponse: Sendable, Equatable {
     case cancel
 }
 
+/// Supply the data that finishes registering a custom authenticator (after the PIN).
+public struct CustomAuthenticatorRegistrationChallenge: Sendable {
+    public var profile: UserProfile
+    public var authenticator: AuthenticatorDescriptor
+    public var error: (any DomainError)?
+
+    public init(profile: UserProfile, authenticator: AuthenticatorDescriptor, error: (any DomainError)? = nil) {
+        self.profile = profile
+        self.authenticator = authenticator
+        self.error = error
+    }
+}
+
+/// The answer to a ``CustomAuthenticatorRegistrationChallenge``.
+public enum CustomAuthenticatorRegistrationResponse: Sendable, Equatable {
+    /// Register with this data (it reaches the authenticator's device and server halves).
+    case data(String?)
+    case cancel
+}
+
+/// Confirm that a custom authenticator is to be deregistered.
+public struct CustomAuthenticatorDeregistrationChallenge: Sendable {
+    public var profile: UserProfile
+    public var authenticator: AuthenticatorDescriptor
+
+    public init(profile: UserProfile, authenticator: AuthenticatorDescriptor) {
+        self.profile = profile
+        self.authenticator = authenticator
+    }
+}
+
+/// The answer to a ``CustomAuthenticatorDeregistrationChallenge``.
+public enum CustomAuthenticatorDeregistrationResponse: Sendable, Equatable {
+    case proceed
+    case cancel
+}
+
 /// Open a browser at `url` and hand back the redirect that ends the login.
 public struct BrowserRegistrationChallenge: Sendable {
     public var identityProvider: IdentityProviderDescriptor

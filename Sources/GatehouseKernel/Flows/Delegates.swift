@@ -12,10 +12,42 @@ public protocol ChallengeResponder: Sendable {
     func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse
     func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse
     func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse
+    /// Supply the data that finishes registering a custom authenticator. Default: cancel.
+    func customAuthenticatorRegistration(
+        _ challenge: CustomAuthenticatorRegistrationChallenge
+    ) async -> CustomAuthenticatorRegistrationResponse
+    /// Confirm deregistering a custom authenticator. Default: cancel.
+    func customAuthenticatorDeregistration(
+        _ challenge: CustomAuthenticatorDeregistrationChallenge
+    ) async -> CustomAuthenticatorDeregistrationResponse
+}
+
+extension ChallengeResponder {
+    public func customAuthenticatorRegistration(
+        _ challenge: CustomAuthenticatorRegistrationChallenge
+    ) async -> CustomAuthenticatorRegistrationResponse { .cancel }
+    public func customAuthenticatorDeregistration(
+        _ challenge: CustomAuthenticatorDeregistrationChallenge
+    ) async -> CustomAuthenticatorDeregistrationResponse { .cancel }
+}
+
+/// Answers the challenge that finishes registering a custom authenticator, at registration (when
+/// `server.registrationAuthenticators` names one) or when registering it later.
+public protocol CustomAuthenticatorRegistrationDelegate: Sendable {
+    /// The default registers without app data: the authenticator's device half makes its own.
+    func customAuthenticatorRegistration(
+        _ challenge: CustomAuthenticatorRegistrationChallenge
+    ) async -> CustomAuthenticatorRegistrationResponse
+}
+
+extension CustomAuthenticatorRegistrationDelegate {
+    public func customAuthenticatorRegistration(
+        _ challenge: CustomAuthenticatorRegistrationChallenge
+    ) async -> CustomAuthenticatorRegistrationResponse { .data(nil) }
 }
 
 /// What the app implements to register a user.
-public protocol RegistrationDelegate: Sendable {
+public protocol RegistrationDelegate: CustomAuthenticatorRegistrationDelegate {
     /// Registration started with this identity provider. Optional.
     func registrationDidStart(identityProvider: IdentityProviderDescriptor) async
     /// Ask the user to choose a PIN. Required: every registration creates one.
@@ -62,6 +94,32 @@ public protocol ChangePinDelegate: AuthenticationDelegate {
     func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse
 }
 
+/// What the app implements to register another authenticator (biometric, custom) for the
+/// authenticated user: the PIN first, then what the authenticator needs.
+public protocol AuthenticatorRegistrationDelegate: CustomAuthenticatorRegistrationDelegate {
+    /// Ask for the PIN. Required: registering an authenticator needs a PIN authentication first.
+    func pin(_ challenge: PinChallenge) async -> PinResponse
+}
+
+/// What the app implements to deregister an authenticator. Everything is optional.
+public protocol AuthenticatorDeregistrationDelegate: Sendable {
+    /// Confirm deregistering a custom authenticator. The default proceeds.
+    func customAuthenticatorDeregistration(
+        _ challenge: CustomAuthenticatorDeregistrationChallenge
+    ) async -> CustomAuthenticatorDeregistrationResponse
+}
+
+extension AuthenticatorDeregistrationDelegate {
+    public func customAuthenticatorDeregistration(
+        _ challenge: CustomAuthenticatorDeregistrationChallenge
+    ) async -> CustomAuthenticatorDeregistrationResponse { .proceed }
+}
+
+/// Deregisters without asking anything.
+public struct ProceedingDeregistrationDelegate: AuthenticatorDeregistrationDelegate {
+    public init() {}
+}
+
 /// Builds the ``ChallengeResponder`` a flow hands to plugins from the app's delegate. A
 /// challenge the flow's delegate does not know is cancelled: a plugin that asks for something
 /// outside its flow fails closed.
@@ -77,6 +135,47 @@ public enum ChallengeResponders {
     public static func changePin(_ delegate: any ChangePinDelegate) -> any ChallengeResponder {
         AuthenticationResponder(delegate: delegate, createPin: { await delegate.createPin($0) })
     }
+
+    public static func authenticatorRegistration(
+        _ delegate: any AuthenticatorRegistrationDelegate
+    ) -> any ChallengeResponder {
+        AuthenticatorRegistrationResponder(delegate: delegate)
+    }
+
+    public static func authenticatorDeregistration(
+        _ delegate: any AuthenticatorDeregistrationDelegate
+    ) -> any ChallengeResponder {
+        AuthenticatorDeregistrationResponder(delegate: delegate)
+    }
+}
+
+/// Cancels every challenge; the flow-specific responders override what their flow asks.
+private protocol CancellingResponder: ChallengeResponder {}
+
+extension CancellingResponder {
+    func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse { .cancel }
+    func pin(_ challenge: PinChallenge) async -> PinResponse { .cancel }
+    func biometric(_ challenge: BiometricChallenge) async -> BiometricResponse { .cancel }
+    func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse { .cancel }
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse { .cancel }
+    func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse { .cancel }
+}
+
+private struct AuthenticatorRegistrationResponder: CancellingResponder {
+    let delegate: any AuthenticatorRegistrationDelegate
+
+    func pin(_ challenge: PinChallenge) async -> PinResponse { await delegate.pin(challenge) }
+    func customAuthenticatorRegistration(
+        _ challenge: CustomAuthenticatorRegistrationChallenge
+    ) async -> CustomAuthenticatorRegistrationResponse { await delegate.customAuthenticatorRegistration(challenge) }
+}
+
+private struct AuthenticatorDeregistrationResponder: CancellingResponder {
+    let delegate: any AuthenticatorDeregistrationDelegate
+
+    func customAuthenticatorDeregistration(
+        _ challenge: CustomAuthenticatorDeregistrationChallenge
+    ) async -> CustomAuthenticatorDeregistrationResponse { await delegate.customAuthenticatorDeregistration(challenge) }
 }
 
 private struct RegistrationResponder: ChallengeResponder {
@@ -92,6 +191,9 @@ private struct RegistrationResponder: ChallengeResponder {
     func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse {
         await delegate.customRegistration(challenge)
     }
+    func customAuthenticatorRegistration(
+        _ challenge: CustomAuthenticatorRegistrationChallenge
+    ) async -> CustomAuthenticatorRegistrationResponse { await delegate.customAuthenticatorRegistration(challenge) }
 }
 
 private struct AuthenticationResponder: ChallengeResponder {

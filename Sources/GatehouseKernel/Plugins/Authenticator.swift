@@ -16,6 +16,23 @@ public protocol Authenticator: Sendable {
 
     /// Proves that the profile's user is present.
     func authenticate(_ context: AuthenticatorContext) async throws -> AuthenticatorResult
+
+    /// The authenticator is being deregistered for the profile: ask the user if it must (a
+    /// custom deregistration challenge) and clean up outside the profile's storage, which the SDK
+    /// wipes. Throwing (`GenericError.actionCancelled`) keeps it registered. Default: nothing.
+    func deregister(_ context: AuthenticatorContext) async throws
+}
+
+extension Authenticator {
+    public func deregister(_ context: AuthenticatorContext) async throws {}
+}
+
+/// The seed SDK's authenticator types. The PIN is the one every profile has and every other
+/// falls back to; hosts find it by this kind, never by a type name.
+public enum AuthenticatorKind: String, Sendable, Codable, CaseIterable {
+    case pin
+    case biometric
+    case custom
 }
 
 /// What a client half is given for one flow.
@@ -132,12 +149,10 @@ public struct VerificationRequest: Sendable {
 }
 
 /// What a server half decided about one message. Closed by definition: every check ends in one
-/// of these four.
+/// of these three.
 public enum AuthenticationOutcome: Sendable {
     /// The proof is good.
     case success(AuthenticationSuccess)
-    /// The message is not for this authenticator; let another one look at it.
-    case notApplicable
     /// More is needed from the client.
     case challenge(AuthenticatorChallenge)
     /// The proof is wrong or the request cannot be served.
@@ -181,11 +196,17 @@ public struct AuthenticatorChallenge: Sendable, Equatable {
 /// A failed check, with its typed reason.
 public struct AuthenticationFailure: Error, Sendable {
     public var error: AuthenticationError
-    /// Whether the failure counts towards the maximum number of failures.
+    /// Whether the failure counts towards the maximum number of failures. A wrong answer counts;
+    /// a malformed or out-of-order message does not.
     public var countsAsAttempt: Bool
+    /// Whether the authenticator can no longer be used for this profile (a locked-out sensor, a
+    /// custom status 5000): the server forgets its registration and the flow falls back to the
+    /// PIN.
+    public var removesRegistration: Bool
 
-    public init(_ error: AuthenticationError, countsAsAttempt: Bool) {
+    public init(_ error: AuthenticationError, countsAsAttempt: Bool, removesRegistration: Bool = false) {
         self.error = error
         self.countsAsAttempt = countsAsAttempt
+        self.removesRegistration = removesRegistration
     }
 }

@@ -24,10 +24,16 @@ public protocol ValidatorPlugin: Plugin {
 
 /// A plugin that makes both halves of an authenticator.
 public protocol AuthenticatorPlugin: Plugin {
+    /// PIN, biometric or custom. Default: custom. A manifest holds exactly one PIN authenticator.
+    static var authenticatorKind: AuthenticatorKind { get }
     /// The client half, used by the SDK on the device.
     static func makeAuthenticator(configuration: Configuration, context: PluginContext) throws -> any Authenticator
     /// The server half, used by the token server.
     static func makeVerifier(configuration: Configuration, context: PluginContext) throws -> any AuthenticatorVerifier
+}
+
+extension AuthenticatorPlugin {
+    public static var authenticatorKind: AuthenticatorKind { .custom }
 }
 
 /// A plugin that makes both halves of an identity provider.

@@ -36,6 +36,7 @@ public struct PluginRegistry: Sendable {
         try add(
             Registration(kind: .authenticator, plugin: plugin) { configuration, context, sides in
                 .authenticator(
+                    P.authenticatorKind,
                     sides.contains(.client)
                         ? try P.makeAuthenticator(configuration: configuration, context: context) : nil,
                     sides.contains(.server) ? try P.makeVerifier(configuration: configuration, context: context) : nil
@@ -51,6 +52,28 @@ public struct PluginRegistry: Sendable {
                     sides.contains(.client)
                         ? try P.makeIdentityProvider(configuration: configuration, context: context) : nil,
                     sides.contains(.server) ? try P.makeHost(configuration: configuration, context: context) : nil
+                )
+            }
+        )
+    }
+
+    /// Registers an authenticator type made from instances rather than a plugin type; its
+    /// manifest entries take no `config`.
+    mutating func register(
+        type: PluginTypeIdentifier,
+        kind: AuthenticatorKind,
+        summary: String,
+        makeAuthenticator: @escaping @Sendable (PluginContext) -> any Authenticator,
+        makeVerifier: @escaping @Sendable (PluginContext) -> any AuthenticatorVerifier
+    ) throws(PluginRegistryError) {
+        try add(
+            Registration(kind: .authenticator, type: type, summary: summary, implementation: "\(type)") {
+                context,
+                sides in
+                .authenticator(
+                    kind,
+                    sides.contains(.client) ? makeAuthenticator(context) : nil,
+                    sides.contains(.server) ? makeVerifier(context) : nil
                 )
             }
         )
@@ -89,9 +112,12 @@ public struct PluginRegistry: Sendable {
 
     /// Checks every entry of `manifest` and builds its plugins. Nothing is built unless every
     /// entry is valid; the first problem is thrown as a ``ManifestError`` naming the entry.
-    /// - Parameter sides: Which halves of authenticators and identity providers to build: an app
-    ///   needs the client halves, the token server the server halves. Configuration is checked
-    ///   either way.
+    /// - Parameters:
+    ///   - manifest: The manifest whose entries to build.
+    ///   - environment: What every plugin is handed: logger, clock, CPU work, named services.
+    ///   - sides: Which halves of authenticators and identity providers to build: an app needs
+    ///     the client halves, the token server the server halves. Configuration is checked either
+    ///     way.
     public func load(
         _ manifest: Manifest,
         environment: PluginEnvironment = PluginEnvironment(),
@@ -147,6 +173,15 @@ public struct PluginRegistry: Sendable {
             }
             loaded.add(instance, entry: entry)
         }
+        let pins = loaded.authenticators.filter { $0.kind == .pin }.map(\.descriptor.id)
+        guard pins.count <= 1 else {
+            throw ManifestError(
+                source: manifest.source,
+                path: "authenticators",
+                problem:
+                    "only one PIN authenticator may be configured; found \(pins.map(quoted).joined(separator: ", "))"
+            )
+        }
         environment.logger.info(
             "Loaded plugins",
             metadata: [
@@ -169,7 +204,7 @@ public struct PluginRegistry: Sendable {
 
     enum Instance {
         case validator(any Validator<String>)
-        case authenticator((any Authenticator)?, (any AuthenticatorVerifier)?)
+        case authenticator(AuthenticatorKind, (any Authenticator)?, (any AuthenticatorVerifier)?)
         case identityProvider((any IdentityProvider)?, (any IdentityProviderHost)?)
     }
 
@@ -181,6 +216,24 @@ public struct PluginRegistry: Sendable {
         let implementation: String
         let decode: @Sendable (ConfigValue) throws(ConfigurationError) -> any Sendable
         let make: @Sendable (any Sendable, PluginContext, PluginSides) throws -> Instance
+
+        /// A registration without configuration: entries must have no `config` keys.
+        init(
+            kind: PluginKind,
+            type: PluginTypeIdentifier,
+            summary: String,
+            implementation: String,
+            make: @escaping @Sendable (PluginContext, PluginSides) throws -> Instance
+        ) {
+            self.kind = kind
+            self.type = type
+            self.summary = summary
+            self.implementation = implementation
+            self.decode = { (value: ConfigValue) throws(ConfigurationError) -> any Sendable in
+                try ConfigurationDecoder().decode(NoConfiguration.self, from: value)
+            }
+            self.make = { _, context, sides in try make(context, sides) }
+        }
 
         init<P: Plugin>(
             kind: PluginKind,
@@ -203,6 +256,9 @@ public struct PluginRegistry: Sendable {
         }
     }
 }
+
+/// The configuration of a plugin that takes none: any key is refused.
+struct NoConfiguration: Decodable, Sendable {}
 
 /// Which halves of two-sided plugins to build.
 public struct PluginSides: OptionSet, Sendable {
@@ -235,6 +291,8 @@ public struct LoadedPlugins: Sendable {
     /// The halves of an authenticator that were asked for.
     public struct LoadedAuthenticator: Sendable {
         public var descriptor: AuthenticatorDescriptor
+        /// PIN, biometric or custom.
+        public var kind: AuthenticatorKind
         /// The client half; `nil` when loaded for the server only.
         public var authenticator: (any Authenticator)?
         /// The server half; `nil` when loaded for the client only.
@@ -257,6 +315,16 @@ public struct LoadedPlugins: Sendable {
 
     init(source: String) { self.source = source }
 
+    /// The authenticator with manifest id `id`.
+    public func authenticator(id: String) -> LoadedAuthenticator? {
+        authenticators.first { $0.descriptor.id == id }
+    }
+
+    /// The PIN authenticator: the one entry of kind ``AuthenticatorKind/pin``.
+    public var pinAuthenticator: LoadedAuthenticator? {
+        authenticators.first { $0.kind == .pin }
+    }
+
     /// The validator with manifest id `id`.
     public func validator(id: String) -> (any Validator<String>)? {
         validators.first { $0.id == id }?.validator
@@ -274,10 +342,11 @@ public struct LoadedPlugins: Sendable {
         switch instance {
         case .validator(let validator):
             validators.append(LoadedValidator(id: entry.id, type: entry.type, validator: validator))
-        case .authenticator(let authenticator, let verifier):
+        case .authenticator(let kind, let authenticator, let verifier):
             authenticators.append(
                 LoadedAuthenticator(
                     descriptor: AuthenticatorDescriptor(id: entry.id, type: entry.type, name: name),
+                    kind: kind,
                     authenticator: authenticator,
                     verifier: verifier
                 )

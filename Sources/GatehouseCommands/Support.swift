@@ -1,4 +1,5 @@
 import ArgumentParser
+import BiometricAuthenticator
 import CustomAPIIdentityProvider
 import Foundation
 import GatehouseClient
@@ -26,8 +27,27 @@ struct DeviceOptions: ParsableArguments {
 }
 
 enum CommandSupport {
-    /// Services that manifests may name: the demo's in-process custom registration API.
-    static let services: [String: any Sendable] = ["one-time-code": OneTimeCodeRegistrationAPI()]
+    /// Services that manifests may name: the demo's in-process custom registration API, plus
+    /// the integrator's.
+    static var services: [String: any Sendable] {
+        var services: [String: any Sendable] = [
+            "one-time-code": OneTimeCodeRegistrationAPI(), "simulated-sensor": simulatedSensor,
+        ]
+        for (name, service) in GatehouseCommandLine.context?.services ?? [:] { services[name] = service }
+        return services
+    }
+
+    /// The simulated biometric sensor manifests may name as `simulated-sensor`: it matches unless
+    /// the demo scripts it otherwise.
+    static let simulatedSensor = SimulatedBiometricSensor()
+
+    /// The plugin types the running command knows.
+    static var registry: PluginRegistry {
+        get throws {
+            if let registry = GatehouseCommandLine.context?.registry { return registry }
+            return try PluginRegistry.builtIn
+        }
+    }
 
     static func logger(_ label: String, level: Logger.Level = .warning) -> Logger {
         var logger = Logger(label: label)
@@ -46,7 +66,7 @@ enum CommandSupport {
     /// A client for a server over HTTP, with the manifest's client halves.
     static func client(_ device: DeviceOptions, manifest: ManifestOptions) throws -> UserClient {
         let logger = logger("gatehouse.client")
-        let plugins = try PluginRegistry.builtIn.load(
+        let plugins = try registry.load(
             try self.manifest(manifest.manifest),
             environment: environment(logger: logger),
             sides: .client
@@ -60,6 +80,15 @@ enum CommandSupport {
                 logger: logger
             )
         )
+    }
+
+    /// The profile named by `--profile`, or the device's only one.
+    static func profile(_ option: String?, of client: UserClient) async throws -> UserProfile {
+        let profiles = try await client.userProfiles()
+        guard let chosen = option.map(UserProfile.init) ?? (profiles.count == 1 ? profiles.first : nil) else {
+            throw ValidationError("Name the profile with --profile; this device has \(profiles.count).")
+        }
+        return chosen
     }
 
     /// Prints a Gatehouse error as one line with its code, and exits non-zero.

@@ -43,7 +43,7 @@ struct Serve: AsyncParsableCommand {
             }
             server = try TokenServer(
                 manifest: loaded,
-                registry: try PluginRegistry.builtIn,
+                registry: try CommandSupport.registry,
                 databasePath: database,
                 environment: environment,
                 extensions: extensions

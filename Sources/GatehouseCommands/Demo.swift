@@ -1,4 +1,5 @@
 import ArgumentParser
+import BiometricAuthenticator
 import Foundation
 import GatehouseClient
 import GatehouseKernel
@@ -32,7 +33,7 @@ struct Demo: AsyncParsableCommand {
             )
         let logger = CommandSupport.logger("gatehouse.demo")
         let manifest = try CommandSupport.manifest(manifest.manifest)
-        let registry = try PluginRegistry.builtIn
+        let registry = try CommandSupport.registry
         let environment = CommandSupport.environment(logger: logger)
         let server = try EmbeddedTokenServer(
             directory: directory.appendingPathComponent("server"),
@@ -70,18 +71,35 @@ struct Demo: AsyncParsableCommand {
         try await client.authenticateUser(registration.profile, delegate: delegate)
         print("   ✓ authenticated on the second try")
 
-        print("\n4. Change the PIN")
+        print("\n4. Register the biometric authenticator (simulated sensor): the PIN first")
+        await delegate.plan(pins: [.strong("258147")])
+        try await client.registerAuthenticator("face", delegate: delegate)
+        let registered = try await client.authenticators(.registered, for: registration.profile).map(\.name)
+        print("   ✓ registered; the profile's authenticators: \(registered.joined(separator: ", "))")
+
+        print("\n5. Authenticate with the biometric authenticator, with a custom prompt")
+        try await client.authenticateUser(registration.profile, authenticator: "face", delegate: delegate)
+        print("   ✓ authenticated: the sensor matched, the released device key signed the server's nonce")
+
+        print("\n6. The sensor locks out: the authenticator is deregistered and the PIN takes over")
+        await CommandSupport.simulatedSensor.enqueue(.lockout)
+        await delegate.plan(pins: [.strong("258147")])
+        try await client.authenticateUser(registration.profile, authenticator: "face", delegate: delegate)
+        let left = try await client.authenticators(.registered, for: registration.profile).map(\.name)
+        print("   ✓ authenticated with the PIN; the profile's authenticators: \(left.joined(separator: ", "))")
+
+        print("\n7. Change the PIN")
         await delegate.plan(createPins: [.strong("914736")], pins: [.strong("258147")])
         try await client.changePin(delegate: delegate)
         print("   ✓ PIN changed")
 
-        print("\n5. Call the protected resource with the DPoP-bound access token")
+        print("\n8. Call the protected resource with the DPoP-bound access token")
         let resource = try await client.fetchProfileResource()
         print(
             "   ✓ GET /v1/resource/profile: profile \(resource.profileID), subject \(resource.subject), scope \"\(resource.scope)\""
         )
 
-        print("\n6. Deregister")
+        print("\n9. Deregister")
         try await client.deregisterUser(registration.profile)
         let remaining = try await client.userProfiles()
         print("   ✓ deregistered; profiles left on the device: \(remaining.count)")
@@ -91,7 +109,7 @@ struct Demo: AsyncParsableCommand {
 
 /// Answers the demo's challenges from a plan and prints each one. PINs are described, never
 /// printed.
-actor DemoDelegate: RegistrationDelegate, ChangePinDelegate {
+actor DemoDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegistrationDelegate {
     enum PlannedPin {
         case weak(String)
         case strong(String)
@@ -150,6 +168,14 @@ actor DemoDelegate: RegistrationDelegate, ChangePinDelegate {
         let choice = if case .weak = next { "a weak PIN" } else { "a strong PIN" }
         print("   → create-PIN challenge (\(challenge.pinLength) digits): choosing \(choice)")
         return .pin(PIN(next.digits))
+    }
+
+    func biometric(_ challenge: BiometricChallenge) -> BiometricResponse {
+        if let error = challenge.error {
+            print("   ← refused: \(error.message) [\(error.codeName) \(error.codeNumber)]")
+        }
+        print("   → biometric challenge: scanning with the prompt \"Log in to the demo\"")
+        return .prompt("Log in to the demo")
     }
 
     func pin(_ challenge: PinChallenge) -> PinResponse {

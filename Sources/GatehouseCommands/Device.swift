@@ -37,7 +37,9 @@ enum Terminal {
 }
 
 /// The device commands' delegate: every challenge becomes a prompt.
-struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate {
+struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegistrationDelegate,
+    AuthenticatorDeregistrationDelegate
+{
     func registrationDidStart(identityProvider: IdentityProviderDescriptor) {
         Terminal.say("Registering with \(identityProvider.name).")
     }
@@ -61,6 +63,48 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate {
         let left = challenge.remainingFailureCount.map { " (\($0) attempts left)" } ?? ""
         guard let pin = Terminal.askSecret("PIN\(left): ") else { return .cancel }
         return .pin(PIN(pin))
+    }
+
+    func biometric(_ challenge: BiometricChallenge) -> BiometricResponse {
+        if let error = challenge.error { Terminal.say(error.message) }
+        let answer = Terminal.ask("\(challenge.authenticator.name): press Enter to scan, p for the PIN, c to cancel: ")
+        switch answer?.lowercased() {
+        case nil, "c": return .cancel
+        case "p": return .fallbackToPin
+        default: return .defaultPrompt
+        }
+    }
+
+    func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) -> CustomAuthenticatorResponse {
+        if let error = challenge.error {
+            Terminal.say(error.message + (error.details.customInfo?.data.map { " (\($0))" } ?? ""))
+        }
+        if let data = challenge.challengeData { Terminal.say("\(challenge.authenticator.name) asks: \(data)") }
+        guard
+            let answer = Terminal.ask(
+                "\(challenge.authenticator.name) (p for the PIN, empty to let the device answer): "
+            )
+        else { return .cancel }
+        switch answer {
+        case "p": return .fallbackToPin
+        case "": return .data(nil)
+        default: return .data(answer)
+        }
+    }
+
+    func customAuthenticatorRegistration(
+        _ challenge: CustomAuthenticatorRegistrationChallenge
+    ) -> CustomAuthenticatorRegistrationResponse {
+        if let error = challenge.error { Terminal.say(error.message) }
+        guard let answer = Terminal.ask("\(challenge.authenticator.name) registration data (empty: the device's own): ")
+        else { return .cancel }
+        return .data(answer.isEmpty ? nil : answer)
+    }
+
+    func customAuthenticatorDeregistration(
+        _ challenge: CustomAuthenticatorDeregistrationChallenge
+    ) -> CustomAuthenticatorDeregistrationResponse {
+        Terminal.ask("Deregister \(challenge.authenticator.name)? [y/N] ")?.lowercased() == "y" ? .proceed : .cancel
     }
 }
 
@@ -95,14 +139,19 @@ struct Login: AsyncParsableCommand {
     @Option(help: "The profile to authenticate (default: the only one on this device).")
     var profile: String?
 
+    @Option(help: "The authenticator to use (default: the profile's preferred one, the PIN unless set).")
+    var authenticator: String?
+
     func run() async throws {
         do {
             let client = try CommandSupport.client(device, manifest: manifest)
-            let profiles = try await client.userProfiles()
-            guard let chosen = profile.map(UserProfile.init) ?? (profiles.count == 1 ? profiles.first : nil) else {
-                throw ValidationError("Name the profile with --profile; this device has \(profiles.count).")
-            }
-            try await client.authenticateUser(chosen, delegate: TerminalDelegate())
+            let chosen = try await CommandSupport.profile(profile, of: client)
+            let info = try await client.authenticateUser(
+                chosen,
+                authenticator: authenticator,
+                delegate: TerminalDelegate()
+            )
+            if let info { print("The authenticator said: \(info.data ?? "") (status \(info.status)).") }
             let resource = try await client.fetchProfileResource()
             print(
                 "Authenticated profile \(resource.profileID) (subject \(resource.subject), scope \"\(resource.scope)\")."

@@ -1,0 +1,1 @@
+../Examples/TOTPAuthenticator/TOTPAuthenticator.swift

@@ -1,0 +1,1 @@
+../Tests/TOTPAuthenticatorTests/TOTPAuthenticatorTests.swift

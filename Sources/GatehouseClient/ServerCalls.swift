@@ -1,0 +1,69 @@
+import Crypto
+import Foundation
+import GatehouseKernel
+import GatehouseProtocol
+
+/// One request to the token server: JSON body, DPoP proof, access token; a refusal becomes the
+/// domain error it stands for, so callers catch the same types in-process and over HTTP.
+struct ServerCalls: Sendable {
+    let transport: any TokenServerTransport
+    let clock: any WallClock
+
+    /// A refusal as the server sent it, with the domain error it stands for.
+    struct Refusal: Error {
+        var error: any DomainError
+        var body: ErrorBody?
+    }
+
+    func call<Response: Decodable>(
+        _ method: String,
+        _ path: String,
+        body: (some Encodable & Sendable)? = String?.none,
+        key: P256.Signing.PrivateKey? = nil,
+        accessToken: String? = nil
+    ) async throws -> Response {
+        do {
+            return try await exchange(method, path, body: body, key: key, accessToken: accessToken)
+        } catch let refusal as Refusal {
+            throw refusal.error
+        }
+    }
+
+    /// As ``call(_:_:body:key:accessToken:)``, but a refusal keeps its wire body.
+    func exchange<Response: Decodable>(
+        _ method: String,
+        _ path: String,
+        body: (some Encodable & Sendable)? = String?.none,
+        key: P256.Signing.PrivateKey? = nil,
+        accessToken: String? = nil
+    ) async throws -> Response {
+        var headers: [String: String] = ["Accept": "application/json"]
+        var data = Data()
+        if let body {
+            data = try WireCoding.encode(body)
+            headers["Content-Type"] = "application/json"
+        }
+        if let key {
+            headers["DPoP"] = try DPoP.proof(
+                method: method,
+                url: transport.baseURL + path,
+                accessToken: accessToken,
+                key: key,
+                now: clock.now
+            )
+        }
+        if let accessToken { headers["Authorization"] = "DPoP \(accessToken)" }
+        let response = try await transport.send(WireRequest(method: method, path: path, headers: headers, body: data))
+        guard (200..<300).contains(response.status) else {
+            guard let error = try? WireCoding.decode(ErrorBody.self, from: response.body) else {
+                throw Refusal(error: GenericError(.unknown, message: "The server answered HTTP \(response.status)."))
+            }
+            throw Refusal(error: WireErrors.domainError(error, status: response.status), body: error)
+        }
+        do {
+            return try WireCoding.decode(Response.self, from: response.body)
+        } catch {
+            throw GenericError(.requestInvalid, message: "The server's answer to \(path) is malformed.")
+        }
+    }
+}

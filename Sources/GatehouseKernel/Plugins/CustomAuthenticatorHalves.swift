@@ -1,0 +1,253 @@
+import Foundation
+
+// The two Gatehouse halves every custom authenticator shares. The integrator's device and
+// service halves only produce and check payloads; the messages, the app's challenges, the
+// statuses and what counts as an attempt are decided here, once.
+
+private struct CustomMessage: Codable {
+    enum Operation: String, Codable { case register, begin, answer }
+    var op: Operation
+    var payload: String?
+}
+
+private struct CustomChallengePayload: Codable {
+    var challengeData: String?
+}
+
+private struct CustomSession: Codable {
+    var begun: Bool
+    /// What the service sent with its challenge, handed back with the answer.
+    var challengeData: String?
+}
+
+private struct CustomRegistrationData: Codable {
+    var data: String?
+}
+
+private enum CustomCoding {
+    static func encode(_ value: some Encodable) throws -> Data { try JSONEncoder().encode(value) }
+    static func decode<T: Decodable>(_ type: T.Type, _ data: Data?) -> T? {
+        data.flatMap { try? JSONDecoder().decode(type, from: $0) }
+    }
+}
+
+/// The client half of a custom authenticator: asks the app, runs the device half, talks to the
+/// server half.
+public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Authenticator {
+    public let descriptor: AuthenticatorDescriptor
+    public let device: Device
+    private let clock: any WallClock
+
+    public init(descriptor: AuthenticatorDescriptor, device: Device, clock: any WallClock = SystemWallClock()) {
+        self.descriptor = descriptor
+        self.device = device
+        self.clock = clock
+    }
+
+    public func enroll(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
+        let answer = await context.responder.customAuthenticatorRegistration(
+            CustomAuthenticatorRegistrationChallenge(
+                profile: context.profile,
+                authenticator: descriptor,
+                error: context.previousError
+            )
+        )
+        guard case .data(let appData) = answer else { throw GenericError(.actionCancelled) }
+        let payload = try await device.registrationPayload(
+            CustomDeviceRequest(profile: context.profile, storage: context.storage, appData: appData, now: clock.now)
+        )
+        let reply = try await context.server.send(CustomCoding.encode(CustomMessage(op: .register, payload: payload)))
+        guard case .completed(_, let info) = reply else {
+            throw malformed("the server did not finish the registration")
+        }
+        return .completed(info: info)
+    }
+
+    public func authenticate(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
+        let begun = try await context.server.send(CustomCoding.encode(CustomMessage(op: .begin)))
+        guard case .challenge(let payload) = begun,
+            let challenge = CustomCoding.decode(CustomChallengePayload.self, payload)
+        else { throw malformed("the server sent no challenge") }
+        let answer = await context.responder.customAuthenticator(
+            CustomAuthenticatorChallenge(
+                profile: context.profile,
+                authenticator: descriptor,
+                challengeData: challenge.challengeData,
+                error: context.previousError
+            )
+        )
+        let appData: String?
+        switch answer {
+        case .data(let data): appData = data
+        case .fallbackToPin: return .fallbackToPin(reason: nil)
+        case .cancel: throw GenericError(.actionCancelled)
+        }
+        let answerPayload = try await device.authenticationPayload(
+            CustomDeviceRequest(
+                profile: context.profile,
+                storage: context.storage,
+                appData: appData,
+                challengeData: challenge.challengeData,
+                now: clock.now
+            )
+        )
+        let reply = try await context.server.send(
+            CustomCoding.encode(CustomMessage(op: .answer, payload: answerPayload))
+        )
+        guard case .completed(_, let info) = reply else {
+            throw malformed("the server did not finish the authentication")
+        }
+        return .completed(info: info)
+    }
+
+    public func deregister(_ context: AuthenticatorContext) async throws {
+        let answer = await context.responder.customAuthenticatorDeregistration(
+            CustomAuthenticatorDeregistrationChallenge(profile: context.profile, authenticator: descriptor)
+        )
+        guard answer == .proceed else { throw GenericError(.actionCancelled) }
+        try await device.deregister(
+            CustomDeviceRequest(profile: context.profile, storage: context.storage, now: clock.now)
+        )
+    }
+
+    private func malformed(_ detail: String) -> GenericError {
+        GenericError(.requestInvalid, message: "\(descriptor.name): \(detail).", plugin: descriptor.type)
+    }
+}
+
+/// The server half of a custom authenticator: runs the service half and maps its statuses.
+///
+/// | status | enrolment | authentication |
+/// | --- | --- | --- |
+/// | 2000 | registered, data kept | authenticated, data kept if new |
+/// | 4000 | refused | refused, counted, may retry |
+/// | 4001 | refused: already registered | refused |
+/// | 4002 | refused | refused, registration removed, PIN takes over |
+/// | 5000 | refused | refused, counted, registration removed, PIN takes over |
+/// | other, or the service throws | refused: the service is misconfigured | refused, counted |
+public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: AuthenticatorVerifier {
+    public let descriptor: AuthenticatorDescriptor
+    public let service: Service
+
+    public init(descriptor: AuthenticatorDescriptor, service: Service) {
+        self.descriptor = descriptor
+        self.service = service
+    }
+
+    public func enroll(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
+        guard let message = CustomCoding.decode(CustomMessage.self, request.message), message.op == .register else {
+            throw invalid("expected a registration")
+        }
+        let result = try await service.register(serviceRequest(request, payload: message.payload))
+        let info = CustomInfo(status: result.status, data: result.responsePayload)
+        switch result.status {
+        case CustomAuthenticatorStatus.success:
+            return .success(
+                AuthenticationSuccess(
+                    registration: try CustomCoding.encode(CustomRegistrationData(data: result.registrationData)),
+                    info: info
+                )
+            )
+        case CustomAuthenticatorStatus.alreadyRegistered:
+            return refusal(.authenticatorAlreadyRegistered, info, counts: false)
+        default:
+            return refusal(.customAuthenticatorFailure, info, counts: false)
+        }
+    }
+
+    public func verify(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
+        guard let stored = CustomCoding.decode(CustomRegistrationData.self, request.registration) else {
+            return .failure(
+                AuthenticationFailure(
+                    AuthenticationError(.authenticatorNotRegistered, plugin: descriptor.type),
+                    countsAsAttempt: false,
+                    removesRegistration: true
+                )
+            )
+        }
+        guard let message = CustomCoding.decode(CustomMessage.self, request.message) else {
+            throw invalid("the message is malformed")
+        }
+        switch message.op {
+        case .begin:
+            let data = try await service.challengeData(serviceRequest(request, payload: nil, stored: stored.data))
+            return .challenge(
+                AuthenticatorChallenge(
+                    payload: try CustomCoding.encode(CustomChallengePayload(challengeData: data)),
+                    session: try CustomCoding.encode(CustomSession(begun: true, challengeData: data))
+                )
+            )
+        case .answer:
+            guard let session = CustomCoding.decode(CustomSession.self, request.session), session.begun else {
+                throw invalid("an answer before the challenge")
+            }
+            let result: CustomAuthenticatorResult
+            do {
+                var checked = serviceRequest(request, payload: message.payload, stored: stored.data)
+                checked.challengeData = session.challengeData
+                result = try await service.authenticate(checked)
+            } catch {
+                // An answer the service could not check counts, as a wrong one does: fail closed.
+                return refusal(.authenticatorInvalid, CustomInfo(status: 5000, data: nil), counts: true)
+            }
+            let info = CustomInfo(status: result.status, data: result.responsePayload)
+            switch result.status {
+            case CustomAuthenticatorStatus.success:
+                let renewed = try result.registrationData.map {
+                    try CustomCoding.encode(CustomRegistrationData(data: $0))
+                }
+                return .success(AuthenticationSuccess(registration: renewed, info: info))
+            case CustomAuthenticatorStatus.retry:
+                return refusal(.customAuthenticatorFailure, info, counts: true)
+            case CustomAuthenticatorStatus.notRegistered:
+                return refusal(.authenticatorDeregistered, info, counts: false, removes: true)
+            case CustomAuthenticatorStatus.failure:
+                return refusal(.authenticatorDeregistered, info, counts: true, removes: true)
+            default:
+                // A status outside the contract (a misconfigured service) counts too: fail closed.
+                return refusal(.authenticatorInvalid, info, counts: true)
+            }
+        case .register:
+            throw invalid("\(message.op.rawValue) during authentication")
+        }
+    }
+
+    private func serviceRequest(
+        _ request: VerificationRequest,
+        payload: String?,
+        stored: String? = nil
+    )
+        -> CustomServiceRequest
+    {
+        CustomServiceRequest(
+            subject: request.subject,
+            profile: request.profile,
+            payload: payload,
+            registrationData: stored,
+            now: request.now
+        )
+    }
+
+    private func refusal(
+        _ code: AuthenticationError.Code,
+        _ info: CustomInfo,
+        counts: Bool,
+        removes: Bool = false
+    ) -> AuthenticationOutcome {
+        .failure(
+            AuthenticationFailure(
+                AuthenticationError(
+                    code,
+                    details: ErrorDetails(customInfo: info, authenticatorID: removes ? descriptor.id : nil),
+                    plugin: descriptor.type
+                ),
+                countsAsAttempt: counts,
+                removesRegistration: removes
+            )
+        )
+    }
+
+    private func invalid(_ detail: String) -> GenericError {
+        GenericError(.requestInvalid, message: "\(descriptor.name): \(detail).", plugin: descriptor.type)
+    }
+}

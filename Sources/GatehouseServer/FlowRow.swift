@@ -1,0 +1,81 @@
+import Foundation
+import GRDB
+import GatehouseKernel
+import GatehouseProtocol
+
+/// A flow as stored: who may continue it, what it is about, and the kernel machine's state.
+struct FlowRow: Sendable {
+    var id: String
+    var clientID: String
+    var profileID: String?
+    /// Registration: the identity provider, and the key the new profile's tokens will be bound to.
+    var identityProvider: String?
+    var profileKey: String?
+    var scope: String
+    /// The key whose DPoP proofs may continue the flow.
+    var keyThumbprint: String
+    var version: Int64
+    var expiresAt: Double
+    /// When the attempt the flow holds lapses, if it holds one.
+    var heldUntil: Double?
+    var state: FlowState
+
+    init(
+        id: String,
+        clientID: String,
+        profileID: String?,
+        identityProvider: String? = nil,
+        profileKey: String? = nil,
+        scope: String,
+        keyThumbprint: String,
+        expiresAt: Double,
+        plan: FlowPlan
+    ) {
+        self.id = id
+        self.clientID = clientID
+        self.profileID = profileID
+        self.identityProvider = identityProvider
+        self.profileKey = profileKey
+        self.scope = scope
+        self.keyThumbprint = keyThumbprint
+        self.version = 0
+        self.expiresAt = expiresAt
+        self.heldUntil = nil
+        self.state = FlowState(plan: plan)
+    }
+
+    init(_ row: Row) throws {
+        id = row["id"]
+        clientID = row["client_id"]
+        profileID = row["profile_id"]
+        identityProvider = row["identity_provider"]
+        profileKey = row["profile_key"]
+        scope = row["scope"]
+        keyThumbprint = row["key_thumbprint"]
+        version = row["version"]
+        expiresAt = row["expires_at"]
+        heldUntil = row["held_until"]
+        state = try JSONDecoder().decode(FlowState.self, from: row["state"] as Data)
+    }
+}
+
+/// What applying a flow's actions produced.
+struct FlowApplied: Sendable {
+    enum Outcome: Sendable {
+        case reply(FlowReply)
+        case refusal(FlowRefusal)
+    }
+
+    var flowID: String
+    var profileID: String?
+    var outcome: Outcome
+    var tokens: TokenResponse?
+}
+
+/// What the profile must (not) have for a flow to start.
+enum RegistrationRequirement: Sendable {
+    /// The authenticator must be registered (authentication, change PIN).
+    case registered(String)
+    /// The authenticator must not be registered yet (registering another authenticator).
+    case notRegistered(String)
+}

@@ -1,0 +1,172 @@
+import Foundation
+import GRDB
+import GatehouseKernel
+import GatehouseProtocol
+
+// How the store carries out the flow machine's actions: the only place flows change profiles,
+// counters, registrations and tokens.
+
+extension ServerStore {
+    // MARK: - Applying the machine's actions
+
+    /// Applies `actions` in order, inside the caller's transaction. The only place flows change
+    /// profiles, counters, registrations and tokens.
+    func apply(
+        _ actions: [FlowAction],
+        to row: inout FlowRow,
+        now: Double,
+        _ db: Database,
+        answerRequired: Bool = true
+    ) throws -> FlowApplied {
+        var outcome: FlowApplied.Outcome?
+        var tokens: TokenResponse?
+        for action in actions {
+            switch action {
+            case .reserveAttempt, .releaseAttempt:
+                // A hold is the flow's own `attempt` column, written with the flow's state.
+                break
+            case .commitAttempt, .countFailure:
+                try db.execute(
+                    sql: "UPDATE profiles SET failures = failures + 1 WHERE id = ?",
+                    arguments: [row.profileID]
+                )
+            case .resetFailures:
+                try db.execute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [row.profileID])
+            case .identifyUser(let identity):
+                try identify(identity, row: &row, now: now, db)
+            case .createProfile:
+                try createProfile(row, now: now, db)
+            case .storeRegistration(let authenticator, let data) where row.state.plan.kind == .authenticatorRegistration:
+                // A new authenticator: if an overlapping registration stored it first, refuse.
+                do {
+                    try db.execute(
+                        sql:
+                            "INSERT INTO registrations (profile_id, authenticator, data, created_at) VALUES (?, ?, ?, ?)",
+                        arguments: [row.profileID, authenticator, data, now]
+                    )
+                } catch DatabaseError.SQLITE_CONSTRAINT_PRIMARYKEY {
+                    throw ServerError(AuthenticationError(.authenticatorAlreadyRegistered), status: 409)
+                }
+            case .storeRegistration(let authenticator, let data):
+                try db.execute(
+                    sql: """
+                        INSERT INTO registrations (profile_id, authenticator, data, created_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(profile_id, authenticator) DO UPDATE SET data = excluded.data, created_at = excluded.created_at
+                        """,
+                    arguments: [row.profileID, authenticator, data, now]
+                )
+            case .removeRegistration(let authenticator):
+                try db.execute(
+                    sql: "DELETE FROM registrations WHERE profile_id = ? AND authenticator = ?",
+                    arguments: [row.profileID, authenticator]
+                )
+            case .deregister:
+                if let profileID = row.profileID { try deleteProfile(profileID, db) }
+            case .issueTokens:
+                tokens = try issueTokens(for: row, now: now, db)
+            case .saveFlow(let state):
+                if state.attempt == .held, row.state.attempt != .held { row.heldUntil = now + Self.holdLifetime }
+                if state.attempt != .held { row.heldUntil = nil }
+                row.state = state
+                try db.execute(
+                    sql: """
+                        UPDATE flows SET state = ?, attempt = ?, held_until = ?, profile_id = ?, subject = ? WHERE id = ?
+                        """,
+                    arguments: [
+                        try JSONEncoder().encode(state), state.attempt.rawValue, row.heldUntil, row.profileID,
+                        state.subject, row.id,
+                    ]
+                )
+            case .endFlow:
+                try db.execute(sql: "DELETE FROM flows WHERE id = ?", arguments: [row.id])
+            case .reply(let reply):
+                outcome = .reply(reply)
+            case .refuse(let refusal):
+                outcome = .refusal(refusal)
+            }
+        }
+        guard let outcome else {
+            guard answerRequired else {
+                return FlowApplied(
+                    flowID: row.id,
+                    profileID: row.profileID,
+                    outcome: .reply(FlowReply(stage: row.state.stage))
+                )
+            }
+            throw ServerError(500, "server_error", "The flow produced no answer.")
+        }
+        return FlowApplied(flowID: row.id, profileID: row.profileID, outcome: outcome, tokens: tokens)
+    }
+
+    /// The identity provider named the user: reuse the profile this client already has for that
+    /// user, or allocate a new id. Two registrations of one user at once are refused.
+    private func identify(_ identity: RegisteredIdentity, row: inout FlowRow, now: Double, _ db: Database) throws {
+        let overlapping = try Bool.fetchOne(
+            db,
+            sql: """
+                SELECT 1 FROM flows WHERE id != ? AND client_id = ? AND identity_provider = ? AND subject = ? AND expires_at > ?
+                """,
+            arguments: [row.id, row.clientID, row.identityProvider, identity.subject, now]
+        )
+        guard overlapping != true else {
+            throw ServerError(
+                409,
+                "registration_in_progress",
+                "Another registration of this user is in progress on this device; finish or cancel it first."
+            )
+        }
+        let existing = try String.fetchOne(
+            db,
+            sql: "SELECT id FROM profiles WHERE client_id = ? AND identity_provider = ? AND subject = ?",
+            arguments: [row.clientID, row.identityProvider, identity.subject]
+        )
+        row.profileID = try existing ?? newProfileID(db)
+    }
+
+    private func newProfileID(_ db: Database) throws -> String {
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<16 {
+            let id = String((0..<6).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
+            let taken = try Bool.fetchOne(
+                db,
+                sql: "SELECT 1 FROM profiles WHERE id = ? UNION SELECT 1 FROM flows WHERE profile_id = ?",
+                arguments: [id, id]
+            )
+            if taken != true { return id }
+        }
+        throw ServerError(503, "temporarily_unavailable", "Could not allocate a profile id; try again.")
+    }
+
+    /// Writes the registered profile. A re-registration replaces the device key, so the old
+    /// profile's sessions and registrations end.
+    private func createProfile(_ row: FlowRow, now: Double, _ db: Database) throws {
+        guard let profileID = row.profileID, let subject = row.state.subject,
+            let identityProvider = row.identityProvider, let profileKey = row.profileKey
+        else { throw ServerError(500, "server_error", "The registration flow is incomplete.") }
+        try db.execute(sql: "DELETE FROM families WHERE profile_id = ?", arguments: [profileID])
+        try db.execute(sql: "DELETE FROM registrations WHERE profile_id = ?", arguments: [profileID])
+        do {
+            try db.execute(
+                sql: """
+                    INSERT INTO profiles (id, client_id, identity_provider, subject, scope, key_thumbprint, failures, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, 0, ?)
+                    ON CONFLICT(id) DO UPDATE SET scope = excluded.scope, key_thumbprint = excluded.key_thumbprint, failures = 0
+                    """,
+                arguments: [profileID, row.clientID, identityProvider, subject, row.scope, profileKey, now]
+            )
+        } catch DatabaseError.SQLITE_CONSTRAINT_UNIQUE {
+            throw ServerError(
+                409,
+                "registration_in_progress",
+                "This user was registered on this device by another registration meanwhile; authenticate instead."
+            )
+        }
+    }
+
+    /// Removes a profile and everything that hangs off it: registrations and tokens. Its open
+    /// flows stay until used or expired, so a request in flight learns the user was deregistered.
+    func deleteProfile(_ profileID: String, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
+    }
+}

@@ -1,0 +1,283 @@
+import Foundation
+import GRDB
+import GatehouseKernel
+import GatehouseProtocol
+
+extension ServerStore {
+    // MARK: - Starting
+
+    /// Starts a registration for a registered client.
+    func startRegistration(_ flow: FlowRow, proof: ProofUse) async throws -> FlowApplied {
+        try await pool.write { db in
+            try self.record(proof, db)
+            try db.execute(sql: "DELETE FROM flows WHERE expires_at < ?", arguments: [proof.now - 3600])
+            let (machine, actions) = FlowMachine.start(flow.state.plan, counter: nil)
+            var row = flow
+            row.state = machine.state
+            try self.insert(row, db)
+            return try self.apply(actions, to: &row, now: proof.now, db)
+        }
+    }
+
+    /// Starts a flow for an existing profile, checked against the profile's key and
+    /// registrations in the same transaction.
+    func startProfileFlow(
+        _ flow: FlowRow,
+        requirement: RegistrationRequirement,
+        proof: ProofUse
+    ) async throws -> FlowApplied {
+        try await pool.write { db in
+            guard let profileID = flow.profileID,
+                let profile = try Row.fetchOne(db, sql: "SELECT * FROM profiles WHERE id = ?", arguments: [profileID])
+            else {
+                return FlowApplied(flowID: flow.id, outcome: .refusal(FlowRefusal(GenericError(.userDeregistered))))
+            }
+            guard profile["key_thumbprint"] == proof.keyThumbprint else {
+                throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
+            }
+            switch requirement {
+            case .registered(let authenticator):
+                guard try self.hasRegistration(profileID, authenticator, db) else {
+                    throw ServerError(AuthenticationError(.authenticatorNotRegistered))
+                }
+            case .notRegistered(let authenticator):
+                guard try !self.hasRegistration(profileID, authenticator, db) else {
+                    throw ServerError(AuthenticationError(.authenticatorAlreadyRegistered), status: 409)
+                }
+            }
+            try self.record(proof, db)
+            let (machine, actions) = FlowMachine.start(
+                flow.state.plan,
+                counter: try self.counter(profileID, excluding: nil, now: proof.now, db)
+            )
+            var row = flow
+            row.clientID = profile["client_id"]
+            row.scope = profile["scope"]
+            row.state = machine.state
+            try self.insert(row, db)
+            return try self.apply(actions, to: &row, now: proof.now, db)
+        }
+    }
+
+    // MARK: - Continuing
+
+    /// The flow `id`, if `keyThumbprint` may continue it, with the registration data its
+    /// `authenticate` stage needs and the user's subject.
+    func flow(
+        _ id: String,
+        keyThumbprint: String,
+        now: Double
+    ) async throws -> (
+        FlowRow, registration: Data?, subject: String?
+    ) {
+        try await pool.read { db in
+            guard let stored = try Row.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id]) else {
+                throw ServerError(404, "not_found", "The flow does not exist; start again.")
+            }
+            let flow = try FlowRow(stored)
+            guard flow.keyThumbprint == keyThumbprint else {
+                throw ServerError.invalidProof("The DPoP proof is not signed by the key that started the flow.")
+            }
+            guard flow.expiresAt > now else {
+                let registration = flow.state.plan.kind == .registration
+                throw ServerError(
+                    404,
+                    "not_found",
+                    "The flow expired; start again.",
+                    code: registration ? RegistrationError.Code.customRegistrationExpired.rawValue : nil
+                )
+            }
+            var registration: Data?
+            var subject = flow.state.subject
+            if flow.state.plan.kind != .registration, let profileID = flow.profileID {
+                guard
+                    let owner = try Row.fetchOne(
+                        db,
+                        sql: "SELECT subject, key_thumbprint FROM profiles WHERE id = ?",
+                        arguments: [profileID]
+                    )
+                else { throw ServerError.userDeregistered }
+                // A flow started with a key the profile no longer has (it was registered again).
+                guard owner["key_thumbprint"] == flow.keyThumbprint else {
+                    throw ServerError.invalidProof(
+                        "The profile was registered again; this flow's key is no longer its key."
+                    )
+                }
+                subject = owner["subject"]
+                if case .authenticate(let authenticator) = flow.state.stage {
+                    registration = try self.registration(profileID, authenticator, db)
+                }
+            }
+            return (flow, registration, subject)
+        }
+    }
+
+    /// What happened before a plugin saw a message.
+    enum Arrival: Sendable {
+        /// Hand the message to the plugin; the flow as it now stands, and whether the request's
+        /// proof was already recorded (by the transaction that held the attempt).
+        case proceed(FlowRow, proofRecorded: Bool)
+        /// The flow ended before the plugin was asked (no attempt left).
+        case ended(FlowApplied.Outcome)
+    }
+
+    /// Before a plugin sees a message: holds an attempt when the machine says so.
+    func messageArrived(_ flow: FlowRow, proof: ProofUse) async throws -> Arrival {
+        guard flow.state.plan.kind != .registration, let profileID = flow.profileID else {
+            return .proceed(flow, proofRecorded: false)
+        }
+        // Only an authenticate stage without a held attempt has anything to apply.
+        guard case .authenticate = flow.state.stage, flow.state.attempt == .none else {
+            return .proceed(flow, proofRecorded: false)
+        }
+        return try await pool.write { db in
+            var row = flow
+            try self.record(proof, db)
+            try self.claim(&row, now: proof.now, db)
+            var machine = FlowMachine(state: row.state)
+            // A profile deregistered since the flow was read has no counter: refuse, never ask the plugin.
+            guard let counter = try self.counter(profileID, excluding: row.id, now: proof.now, db) else {
+                throw ServerError.userDeregistered
+            }
+            let actions = machine.messageArrived(counter: counter)
+            let applied = try self.apply(actions, to: &row, now: proof.now, db, answerRequired: false)
+            if case .refusal = applied.outcome { return .ended(applied.outcome) }
+            return .proceed(row, proofRecorded: true)
+        }
+    }
+
+    /// Applies a plugin's decision about a message.
+    /// Applies a plugin's decision about a message, at `now` (after the plugin ran). The answer is
+    /// not applied when the flow's hold lapsed meanwhile, nor — for a success — when the
+    /// authenticator's registration changed since the plugin read it (`registrationSeen`): a
+    /// concurrent success rotated it, or it was deregistered.
+    func apply(
+        _ outcome: StageOutcome,
+        to flow: FlowRow,
+        proof: ProofUse,
+        proofRecorded: Bool,
+        now: Double,
+        registrationSeen: Data?
+    ) async throws -> FlowApplied {
+        try await pool.write { db in
+            var row = flow
+            if !proofRecorded { try self.record(proof, db) }
+            try self.claim(&row, now: now, db)
+            var machine = FlowMachine(state: row.state)
+            var outcome = outcome
+            if row.state.attempt == .held, (row.heldUntil ?? 0) <= now {
+                let lapsed = GenericError(.requestInvalid, message: "The answer took too long to check; try again.")
+                outcome = .failed(StageFailure(lapsed, countsAsAttempt: false))
+            } else if case .succeeded = outcome, case .authenticate(let id) = row.state.stage,
+                let profileID = row.profileID,
+                try self.registration(profileID, id, db) != registrationSeen
+            {
+                let changed = AuthenticationError(
+                    .authenticatorInvalid,
+                    message: "The authenticator changed while the answer was checked; try again."
+                )
+                outcome = .failed(StageFailure(changed, countsAsAttempt: false))
+            }
+            let actions = machine.apply(outcome, counter: try self.counter(row, now: now, db))
+            return try self.apply(actions, to: &row, now: now, db)
+        }
+    }
+
+    enum FlowControl: Sendable { case cancel, fallBack }
+
+    /// The client cancels the flow or falls back to the PIN.
+    func control(_ control: FlowControl, flow: FlowRow, proof: ProofUse) async throws -> FlowApplied {
+        try await pool.write { db in
+            var row = flow
+            try self.record(proof, db)
+            try self.claim(&row, now: proof.now, db)
+            var machine = FlowMachine(state: row.state)
+            let counter = try self.counter(row, now: proof.now, db)
+            let actions =
+                switch control {
+                case .cancel: machine.cancel(counter: counter)
+                case .fallBack: machine.fallBack(counter: counter)
+                }
+            return try self.apply(actions, to: &row, now: proof.now, db)
+        }
+    }
+
+    private func insert(_ row: FlowRow, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO flows (id, client_id, profile_id, identity_provider, scope, profile_key, key_thumbprint, state,
+                    attempt, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                row.id, row.clientID, row.profileID, row.identityProvider, row.scope, row.profileKey, row.keyThumbprint,
+                try JSONEncoder().encode(row.state), row.state.attempt.rawValue, row.expiresAt,
+            ]
+        )
+    }
+
+    /// Claims the flow for this step: succeeds only if nobody moved it on since it was read, so
+    /// each step (and each single-use nonce in a session) is used at most once, even by
+    /// concurrent requests.
+    private func claim(_ row: inout FlowRow, now: Double, _ db: Database) throws {
+        try db.execute(
+            sql: "UPDATE flows SET version = version + 1 WHERE id = ? AND version = ? AND expires_at > ?",
+            arguments: [row.id, row.version, now]
+        )
+        guard db.changesCount == 1 else {
+            throw ServerError(409, "invalid_request", "The flow was continued by another request, or expired.")
+        }
+        row.version += 1
+    }
+
+    /// The profile's counter: its failures, and the attempts other live flows hold.
+    private func counter(
+        _ profileID: String,
+        excluding flowID: String?,
+        now: Double,
+        _ db: Database
+    ) throws
+        -> AttemptCounter?
+    {
+        guard
+            let failures = try Int.fetchOne(
+                db,
+                sql: "SELECT failures FROM profiles WHERE id = ?",
+                arguments: [profileID]
+            )
+        else { return nil }
+        let held =
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM flows WHERE profile_id = ? AND attempt = 'held' AND held_until > ? AND id != ?
+                    """,
+                arguments: [profileID, now, flowID ?? ""]
+            ) ?? 0
+        return AttemptCounter(failures: failures, held: held, maximum: maxFailures)
+    }
+
+    private func counter(_ row: FlowRow, now: Double, _ db: Database) throws -> AttemptCounter? {
+        guard row.state.plan.kind != .registration, let profileID = row.profileID else { return nil }
+        guard let counter = try counter(profileID, excluding: row.id, now: now, db) else {
+            throw ServerError.userDeregistered
+        }
+        return counter
+    }
+
+    func registration(_ profileID: String, _ authenticator: String, _ db: Database) throws -> Data? {
+        try Data.fetchOne(
+            db,
+            sql: "SELECT data FROM registrations WHERE profile_id = ? AND authenticator = ?",
+            arguments: [profileID, authenticator]
+        )
+    }
+
+    func hasRegistration(_ profileID: String, _ authenticator: String, _ db: Database) throws -> Bool {
+        try Bool.fetchOne(
+            db,
+            sql: "SELECT 1 FROM registrations WHERE profile_id = ? AND authenticator = ?",
+            arguments: [profileID, authenticator]
+        ) == true
+    }
+}

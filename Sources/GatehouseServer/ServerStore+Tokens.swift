@@ -1,0 +1,249 @@
+import Foundation
+import GRDB
+import GatehouseKernel
+import GatehouseProtocol
+
+/// A valid access token's session.
+struct AccessSession: Sendable {
+    var profileID: String
+    var scope: String
+    var subject: String
+    var identityProvider: String
+}
+
+extension ServerStore {
+    // MARK: - Minting
+
+    /// Issues an access and a refresh token bound to `keyThumbprint`, in `family` or a new one.
+    func issueTokens(
+        profileID: String,
+        keyThumbprint: String,
+        scope: String,
+        family: String?,
+        now: Double,
+        _ db: Database
+    ) throws -> TokenResponse {
+        let familyID = family ?? Data.random(count: 16).base64URLEncodedString
+        if family == nil {
+            try db.execute(
+                sql: "INSERT INTO families (id, profile_id) VALUES (?, ?)",
+                arguments: [familyID, profileID]
+            )
+        }
+        let access = Data.random(count: 32).base64URLEncodedString
+        let refresh = Data.random(count: 32).base64URLEncodedString
+        for (token, kind, lifetime) in [
+            (access, "access", tokenLifetimes.access), (refresh, "refresh", tokenLifetimes.refresh),
+        ] {
+            try db.execute(
+                sql: """
+                    INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    Self.tokenHash(token), kind, familyID, profileID, keyThumbprint, scope, now + Double(lifetime),
+                ]
+            )
+        }
+        return TokenResponse(
+            accessToken: access,
+            tokenType: "DPoP",
+            expiresIn: tokenLifetimes.access,
+            refreshToken: refresh,
+            scope: scope
+        )
+    }
+
+    /// A new session at the end of a flow: bound to the new profile key after a registration, to
+    /// the profile's key otherwise.
+    func issueTokens(for flow: FlowRow, now: Double, _ db: Database) throws -> TokenResponse {
+        guard let profileID = flow.profileID,
+            let profile = try Row.fetchOne(
+                db,
+                sql: "SELECT key_thumbprint, scope FROM profiles WHERE id = ?",
+                arguments: [profileID]
+            )
+        else { throw ServerError.userDeregistered }
+        return try issueTokens(
+            profileID: profileID,
+            keyThumbprint: profile["key_thumbprint"],
+            scope: profile["scope"],
+            family: nil,
+            now: now,
+            db
+        )
+    }
+
+    // MARK: - Using
+
+    /// The session of a valid, unrevoked, unexpired access token presented with its own key.
+    func accessSession(_ token: String, keyThumbprint: String, now: Double, _ db: Database) throws -> AccessSession {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT tokens.*, families.revoked AS family_revoked, profiles.subject, profiles.identity_provider
+                    FROM tokens JOIN families ON families.id = tokens.family JOIN profiles ON profiles.id = tokens.profile_id
+                    WHERE tokens.hash = ? AND tokens.kind = 'access'
+                    """,
+                arguments: [Self.tokenHash(token)]
+            )
+        else { throw ServerError.invalidToken("The access token is not valid.") }
+        guard !(row["revoked"] as Bool), !(row["family_revoked"] as Bool) else {
+            throw ServerError.invalidToken("The access token was revoked.")
+        }
+        guard (row["expires_at"] as Double) > now else { throw ServerError.invalidToken("The access token expired.") }
+        guard row["key_thumbprint"] == keyThumbprint else {
+            throw ServerError.invalidToken("The access token is bound to another device.")
+        }
+        return AccessSession(
+            profileID: row["profile_id"],
+            scope: row["scope"],
+            subject: row["subject"],
+            identityProvider: row["identity_provider"]
+        )
+    }
+
+    /// Checks an access token and records the proof that presented it.
+    func useAccessToken(_ token: String, proof: ProofUse) async throws -> AccessSession {
+        try await pool.write { db in
+            let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
+            try self.record(proof, db)
+            return session
+        }
+    }
+
+    /// Checks an access token without recording anything (the change that follows records).
+    func accessSession(_ token: String, keyThumbprint: String, now: Double) async throws -> AccessSession {
+        try await pool.read { db in try self.accessSession(token, keyThumbprint: keyThumbprint, now: now, db) }
+    }
+
+    enum RefreshOutcome: Sendable {
+        case rotated(TokenResponse)
+        case refused(ServerError)
+        /// A rotated token came back: someone holds a copy; its family is revoked.
+        case reused(profileID: String)
+    }
+
+    /// Rotates a refresh token. Reuse of a rotated token revokes its whole family
+    /// (RFC 9700 §4.14.2): the refusal is committed with the revocation.
+    func refresh(_ refreshToken: String, proof: ProofUse) async throws -> RefreshOutcome {
+        try await pool.write { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT tokens.*, families.revoked AS family_revoked FROM tokens JOIN families ON families.id = tokens.family
+                        WHERE tokens.hash = ? AND tokens.kind = 'refresh'
+                        """,
+                    arguments: [Self.tokenHash(refreshToken)]
+                )
+            else { return .refused(.invalidGrant("The refresh token is not valid.")) }
+            guard row["key_thumbprint"] == proof.keyThumbprint else {
+                return .refused(.invalidGrant("The refresh token is bound to another device."))
+            }
+            guard !(row["revoked"] as Bool), !(row["family_revoked"] as Bool) else {
+                return .refused(.invalidGrant("The refresh token was revoked."))
+            }
+            guard (row["expires_at"] as Double) > proof.now else {
+                return .refused(.invalidGrant("The refresh token expired."))
+            }
+            let family: String = row["family"]
+            try self.record(proof, db)
+            if (row["used_at"] as Double?) != nil {
+                try self.revokeFamily(family, db)
+                return .reused(profileID: row["profile_id"])
+            }
+            try db.execute(
+                sql: "UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL",
+                arguments: [proof.now, row["hash"] as Data]
+            )
+            return .rotated(
+                try self.issueTokens(
+                    profileID: row["profile_id"],
+                    keyThumbprint: row["key_thumbprint"],
+                    scope: row["scope"],
+                    family: family,
+                    now: proof.now,
+                    db
+                )
+            )
+        }
+    }
+
+    /// RFC 7009: unknown, foreign and already revoked tokens change nothing; a refresh token
+    /// revokes its family.
+    func revoke(_ token: String, proof: ProofUse) async throws {
+        try await pool.write { db in
+            try self.record(proof, db)
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT kind, family, key_thumbprint FROM tokens WHERE hash = ?",
+                    arguments: [Self.tokenHash(token)]
+                ),
+                row["key_thumbprint"] == proof.keyThumbprint
+            else { return }
+            if row["kind"] == "refresh" {
+                try self.revokeFamily(row["family"], db)
+            } else {
+                try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?", arguments: [Self.tokenHash(token)])
+            }
+        }
+    }
+
+    private func revokeFamily(_ family: String, _ db: Database) throws {
+        try db.execute(sql: "UPDATE families SET revoked = 1 WHERE id = ?", arguments: [family])
+        try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE family = ?", arguments: [family])
+    }
+
+    /// Deregisters a profile at its own request. Idempotent: a profile already gone is fine.
+    /// Returns whether a profile was removed.
+    func deregister(_ profileID: String, proof: ProofUse) async throws -> Bool {
+        try await pool.write { db in
+            guard
+                let key = try String.fetchOne(
+                    db,
+                    sql: "SELECT key_thumbprint FROM profiles WHERE id = ?",
+                    arguments: [profileID]
+                )
+            else { return false }
+            guard key == proof.keyThumbprint else {
+                throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
+            }
+            try self.record(proof, db)
+            try self.deleteProfile(profileID, db)
+            return true
+        }
+    }
+
+    // MARK: - Authenticators of a profile
+
+    /// The authenticators registered for the session's profile.
+    func registeredAuthenticators(_ token: String, proof: ProofUse) async throws -> [String] {
+        try await pool.write { db in
+            let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
+            try self.record(proof, db)
+            return try String.fetchAll(
+                db,
+                sql: "SELECT authenticator FROM registrations WHERE profile_id = ? ORDER BY created_at",
+                arguments: [session.profileID]
+            )
+        }
+    }
+
+    /// Forgets one authenticator of the session's profile. Refuses when it is not registered.
+    func deregisterAuthenticator(_ authenticator: String, token: String, proof: ProofUse) async throws {
+        try await pool.write { db in
+            let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
+            guard try self.hasRegistration(session.profileID, authenticator, db) else {
+                throw ServerError(AuthenticationError(.authenticatorNotRegistered))
+            }
+            try self.record(proof, db)
+            try db.execute(
+                sql: "DELETE FROM registrations WHERE profile_id = ? AND authenticator = ?",
+                arguments: [session.profileID, authenticator]
+            )
+        }
+    }
+}

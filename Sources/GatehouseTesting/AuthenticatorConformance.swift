@@ -1,0 +1,193 @@
+import Foundation
+public import GatehouseKernel
+
+/// The checks every authenticator plugin must pass, built-in or an integrator's, in one call:
+/// enrol and authenticate, a wrong answer refused and counted once, the maximum deregisters, a
+/// cancelled challenge counts nothing, replayed messages and stale sessions are refused, and
+/// the fallback to the PIN where the authenticator offers one.
+///
+/// ```swift
+/// @Test func conforms() async throws {
+///     try await AuthenticatorConformance(
+///         TOTPAuthenticatorPlugin.self,
+///         enrol: [.customAuthenticatorRegistration(.data(nil))],
+///         authenticate: [.customAuthenticator(.data(nil))],
+///         wrongAttempt: .spoilDeviceStorage,
+///         fallback: [.customAuthenticator(.fallbackToPin)]
+///     ).run()
+/// }
+/// ```
+/// Each check runs on a fresh harness sharing one ``ManualClock``, which moves on a minute
+/// before every attempt. ``run()`` throws ``ConformanceFailure`` listing every failed check.
+public struct AuthenticatorConformance: Sendable {
+    /// How to make one wrong attempt.
+    public enum WrongAttempt: Sendable {
+        /// Answer with these (a wrong PIN, say).
+        case answers([ScriptedAnswer])
+        /// Replace every value the device half stored with random bytes, then answer as for a
+        /// right attempt: for authenticators whose device holds the secret (TOTP).
+        case spoilDeviceStorage
+        /// Prepare the harness (script a sensor, say), then answer with these.
+        case prepared(@Sendable (AuthenticatorHarness) async throws -> Void, [ScriptedAnswer])
+    }
+
+    private let load: @Sendable (PluginEnvironment) throws -> LoadedPlugins.LoadedAuthenticator
+    private let enrol: [ScriptedAnswer]
+    private let authenticate: [ScriptedAnswer]
+    private let wrongAttempt: WrongAttempt
+    private let fallback: [ScriptedAnswer]?
+    private let services: [String: any Sendable]
+
+    /// - Parameters:
+    ///   - enrol: the app's answers that enrol the authenticator.
+    ///   - authenticate: the app's answers to one right authentication.
+    ///   - fallback: the app's answers that choose the PIN instead; `nil` for the PIN itself.
+    ///   - services: services the plugin's configuration names (a shared sensor, say).
+    public init<P: AuthenticatorPlugin>(
+        _ plugin: P.Type,
+        config: [String: ConfigValue] = [:],
+        services: [String: any Sendable] = [:],
+        enrol: [ScriptedAnswer],
+        authenticate: [ScriptedAnswer],
+        wrongAttempt: WrongAttempt,
+        fallback: [ScriptedAnswer]?
+    ) {
+        self.load = { try PluginHarness.authenticator(plugin, config: config, environment: $0) }
+        self.enrol = enrol
+        self.authenticate = authenticate
+        self.wrongAttempt = wrongAttempt
+        self.fallback = fallback
+        self.services = services
+    }
+
+    /// What passed, what failed and what did not apply.
+    public struct Report: Sendable {
+        public var passed: [String] = []
+        public var failed: [String] = []
+        public var skipped: [String] = []
+    }
+
+    /// Runs every check; throws ``ConformanceFailure`` if any failed.
+    @discardableResult
+    public func run() async throws -> Report {
+        var report = Report()
+        let clock = ManualClock()
+        func check(_ name: String, _ body: () async throws -> String?) async {
+            do {
+                if let problem = try await body() {
+                    report.failed.append("\(name): \(problem)")
+                } else {
+                    report.passed.append(name)
+                }
+            } catch {
+                report.failed.append("\(name): unexpected \(String(reflecting: error))")
+            }
+        }
+        func harness(maximum: Int = 0) async throws -> AuthenticatorHarness {
+            let environment = PluginEnvironment(logger: RecordingLogger().logger, clock: clock, services: services)
+            let harness = try AuthenticatorHarness(load(environment), maximumFailures: maximum, clock: clock)
+            _ = try await harness.enroll(responder: ScriptedResponder(enrol))
+            return harness
+        }
+        func attempt(_ harness: AuthenticatorHarness, _ answers: [ScriptedAnswer]) async throws -> AuthenticatorResult {
+            clock.advance(by: 60)
+            return try await harness.authenticate(responder: ScriptedResponder(answers))
+        }
+
+        await check("enrols and authenticates") {
+            let subject = try await harness()
+            guard await subject.registration != nil else { return "enrolment stored no registration data" }
+            guard case .completed = try await attempt(subject, authenticate) else { return "fell back instead" }
+            return await subject.failureCount == 0 ? nil : "a success left the counter at \(await subject.failureCount)"
+        }
+        await check("a wrong answer is refused and counted once; the right one then resets the counter") {
+            let subject = try await harness()
+            let kept = await subject.storage.values
+            do {
+                _ = try await wrong(subject, attempt)
+                return "a wrong answer authenticated"
+            } catch is any DomainError {}
+            guard await subject.failureCount == 1 else {
+                return "counted \(await subject.failureCount) times, not once"
+            }
+            for (key, value) in kept { await subject.storage.setValue(value, forKey: key) }
+            _ = try await attempt(subject, authenticate)
+            return await subject.failureCount == 0 ? nil : "success did not reset the counter"
+        }
+        await check("the maximum of wrong answers deregisters the profile, exactly") {
+            let subject = try await harness(maximum: 3)
+            for index in 1...3 {
+                do {
+                    _ = try await wrong(subject, attempt)
+                    return "wrong answer \(index) authenticated"
+                } catch let error as GenericError where error.code == .userDeregistered {
+                    guard index == 3 else { return "deregistered after \(index) of 3" }
+                } catch is any DomainError {
+                    guard index < 3 else { return "still registered after 3 wrong answers" }
+                }
+            }
+            return await subject.isDeregistered ? nil : "not deregistered"
+        }
+        await check("a cancelled challenge ends with actionCancelled and counts nothing") {
+            let subject = try await harness()
+            do {
+                _ = try await attempt(subject, [.cancel])
+                return "a cancelled authentication succeeded"
+            } catch let error as GenericError where error.code == .actionCancelled {}
+            return await subject.failureCount == 0 ? nil : "cancelling counted a failure"
+        }
+        await check("replayed messages are refused") {
+            let subject = try await harness()
+            let before = await subject.sentMessages.count
+            _ = try await attempt(subject, authenticate)
+            let messages = Array(await subject.sentMessages.dropFirst(before))
+            clock.advance(by: 1)
+            return await subject.replay(messages) ? "a replay authenticated" : nil
+        }
+        await check("a stale session (an earlier attempt's nonce) is refused") {
+            let subject = try await harness()
+            _ = try await attempt(subject, authenticate)
+            await subject.replayStaleSessions(true)
+            let result = try? await attempt(subject, authenticate)
+            // Nothing to replay when the plugin keeps no per-attempt secret in its session.
+            guard await subject.handedStaleSession else { return nil }
+            if case .completed = result { return "authenticated with a stale session" }
+            return nil
+        }
+        if let fallback {
+            await check("falling back to the PIN counts nothing") {
+                let subject = try await harness()
+                guard case .fallbackToPin = try await attempt(subject, fallback) else { return "did not fall back" }
+                return await subject.failureCount == 0 ? nil : "falling back counted a failure"
+            }
+        } else {
+            report.skipped.append("falling back to the PIN (the PIN itself)")
+        }
+        if !report.failed.isEmpty { throw ConformanceFailure(report: report) }
+        return report
+    }
+
+    private func wrong(
+        _ subject: AuthenticatorHarness,
+        _ attempt: (AuthenticatorHarness, [ScriptedAnswer]) async throws -> AuthenticatorResult
+    ) async throws -> AuthenticatorResult {
+        switch wrongAttempt {
+        case .answers(let answers):
+            return try await attempt(subject, answers)
+        case .spoilDeviceStorage:
+            for (key, value) in await subject.storage.values {
+                await subject.storage.setValue(Data((0..<value.count).map { _ in .random(in: 0...255) }), forKey: key)
+            }
+            return try await attempt(subject, authenticate)
+        case .prepared(let prepare, let answers):
+            try await prepare(subject)
+            return try await attempt(subject, answers)
+        }
+    }
+}
+
+/// The conformance checks that failed.
+public struct ConformanceFailure: Error, CustomStringConvertible {
+    public var report: AuthenticatorConformance.Report
+    public var description: String { "Conformance failed:\n- " + report.failed.joined(separator: "\n- ") }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import GatehouseKernel
+import GatehouseTesting
+import TOTPAuthenticator
+import Testing
+
+/// RFC 6238 appendix B (SHA-1, 8 digits, secret "12345678901234567890").
+private let vectors: [(Double, String)] = [
+    (59, "94287082"), (1_111_111_109, "07081804"), (1_111_111_111, "14050471"), (1_234_567_890, "89005924"),
+    (2_000_000_000, "69279037"), (20_000_000_000, "65353130"),
+]
+
+@Suite("TOTP authenticator example")
+struct TOTPAuthenticatorTests {
+    @Test("RFC 6238 known-answer vectors", arguments: vectors)
+    func knownAnswers(time: Double, code: String) throws {
+        let totp = try ConfigurationDecoder().decode(TOTP.self, from: ["digits": 8])
+        #expect(totp.code(secret: Data("12345678901234567890".utf8), time: Date(timeIntervalSince1970: time)) == code)
+    }
+
+    @Test("passes the authenticator conformance suite; a code is accepted once")
+    func conformance() async throws {
+        try await AuthenticatorConformance(
+            TOTPAuthenticatorPlugin.self,
+            enrol: [.customAuthenticatorRegistration(.data(nil))],
+            authenticate: [.customAuthenticator(.data(nil))],
+            wrongAttempt: .spoilDeviceStorage,
+            fallback: [.customAuthenticator(.fallbackToPin)]
+        ).run()
+        let harness = try AuthenticatorHarness(PluginHarness.authenticator(TOTPAuthenticatorPlugin.self))
+        _ = try await harness.enroll(responder: ScriptedResponder([.customAuthenticatorRegistration(.data(nil))]))
+        _ = try await harness.authenticate(responder: ScriptedResponder([.customAuthenticator(.data(nil))]))
+        await #expect(throws: AuthenticationError.self) {
+            try await harness.authenticate(responder: ScriptedResponder([.customAuthenticator(.data(nil))]))
+        }
+        #expect(PluginHarness.configurationProblem(TOTPAuthenticatorPlugin.self, config: ["digits": 9]) != nil)
+    }
+}
