@@ -15,11 +15,30 @@ public enum Endpoint {
     public static let authenticatorRegistration = "/v1/authenticators/register"
     public static let authenticatorDeregistration = "/v1/authenticators/deregister"
 
+    public static let mobileAuthEnrolment = "/v1/mobile-auth/enrolment"
+    public static let mobileAuthStatus = "/v1/mobile-auth/status"
+    public static let pushEnrolment = "/v1/mobile-auth/push-enrolment"
+    public static let pushToken = "/v1/mobile-auth/push-token"
+    public static let mobileAuthPending = "/v1/mobile-auth/pending"
+    public static let mobileAuthEvents = "/v1/mobile-auth/events"
+    public static let mobileAuthTransactionPrefix = "/v1/mobile-auth/transactions/"
+    public static let portalMobileAuth = "/v1/portal/mobile-auth"
+
     public static func flow(_ id: String) -> String { flowPrefix + id }
+    public static func mobileAuthTransaction(_ id: String, profile: String) -> String {
+        mobileAuthTransactionPrefix + id + "?profile=" + profile
+    }
+    public static func mobileAuthAnswer(_ id: String, profile: String) -> String {
+        mobileAuthTransactionPrefix + id + "/answer?profile=" + profile
+    }
+    public static func portalTransaction(_ id: String) -> String { portalMobileAuth + "/" + id }
 
     /// Every path the token server serves, flows as their template.
     public static let all: [String] = [
         health, configuration, clients, registration, authentication, changePin, flowPrefix + "{flowID}", token, revoke,
         deregister, profileResource, authenticators, authenticatorRegistration, authenticatorDeregistration,
+        mobileAuthEnrolment, mobileAuthStatus, pushEnrolment, pushToken, mobileAuthPending, mobileAuthEvents,
+        mobileAuthTransactionPrefix + "{transactionID}", mobileAuthTransactionPrefix + "{transactionID}/answer",
+        portalMobileAuth, portalMobileAuth + "/{transactionID}",
     ]
 }

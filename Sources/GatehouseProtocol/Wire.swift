@@ -353,11 +353,15 @@ public struct WireResponse: Sendable {
     public var status: Int
     public var headers: [String: String]
     public var body: Data
+    /// A body that goes on after the headers (server-sent events), chunk by chunk; `body` is
+    /// then empty. The stream ends when the server closes it; the reader ends it by dropping it.
+    public var stream: AsyncStream<Data>?
 
-    public init(status: Int, headers: [String: String] = [:], body: Data) {
+    public init(status: Int, headers: [String: String] = [:], body: Data, stream: AsyncStream<Data>? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.stream = stream
     }
 }
 
@@ -366,6 +370,26 @@ public protocol TokenServerTransport: Sendable {
     /// The URL the server is reached at, for DPoP proofs (`htu`).
     var baseURL: String { get }
     func send(_ request: WireRequest) async throws -> WireResponse
+    /// Sends a request whose answer streams (server-sent events): the status and headers, and
+    /// the body's chunks as they come. An error answer has its whole body in the response.
+    func open(_ request: WireRequest) async throws -> (WireResponse, AsyncThrowingStream<Data, any Error>)
+}
+
+extension TokenServerTransport {
+    /// In-process transports hand the server's own stream through.
+    public func open(_ request: WireRequest) async throws -> (WireResponse, AsyncThrowingStream<Data, any Error>) {
+        let response = try await send(request)
+        let chunks = AsyncThrowingStream<Data, any Error> { continuation in
+            let task = Task {
+                if let stream = response.stream {
+                    for await chunk in stream { continuation.yield(chunk) }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+        return (response, chunks)
+    }
 }
 
 /// JSON coding with the wire's conventions.

@@ -18,6 +18,8 @@ struct FlowRow: Sendable {
     var expiresAt: Double
     /// When the attempt the flow holds lapses, if it holds one.
     var heldUntil: Double?
+    /// The mobile authentication transaction the flow approves, if it is one.
+    var transactionID: String?
     var state: FlowState
 
     init(
@@ -29,7 +31,8 @@ struct FlowRow: Sendable {
         scope: String,
         keyThumbprint: String,
         expiresAt: Double,
-        plan: FlowPlan
+        plan: FlowPlan,
+        transactionID: String? = nil
     ) {
         self.id = id
         self.clientID = clientID
@@ -41,6 +44,7 @@ struct FlowRow: Sendable {
         self.version = 0
         self.expiresAt = expiresAt
         self.heldUntil = nil
+        self.transactionID = transactionID
         self.state = FlowState(plan: plan)
     }
 
@@ -55,6 +59,7 @@ struct FlowRow: Sendable {
         version = row["version"]
         expiresAt = row["expires_at"]
         heldUntil = row["held_until"]
+        transactionID = row["transaction_id"]
         state = try JSONDecoder().decode(FlowState.self, from: row["state"] as Data)
     }
 }
@@ -70,6 +75,8 @@ struct FlowApplied: Sendable {
     var profileID: String?
     var outcome: Outcome
     var tokens: TokenResponse?
+    /// Whether applying ended the flow's mobile authentication transaction.
+    var endedTransaction = false
 }
 
 /// What the profile must (not) have for a flow to start.

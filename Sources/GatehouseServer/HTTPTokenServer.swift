@@ -56,10 +56,22 @@ public enum HTTPTokenServer {
         for (name, value) in wire.headers {
             if let fieldName = HTTPField.Name(name) { fields[fieldName] = value }
         }
+        guard let stream = wire.stream else {
+            return Response(
+                status: HTTPResponse.Status(code: wire.status),
+                headers: fields,
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: wire.body))
+            )
+        }
+        // Server-sent events: each chunk goes out as it comes; a write to a closed connection
+        // throws, which ends the loop and, with it, the stream.
         return Response(
             status: HTTPResponse.Status(code: wire.status),
             headers: fields,
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: wire.body))
+            body: ResponseBody { writer in
+                for await chunk in stream { try await writer.write(ByteBuffer(bytes: chunk)) }
+                try await writer.finish(nil)
+            }
         )
     }
 }

@@ -46,10 +46,12 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// The authenticators a registration enrols, in order, by manifest id. Default: the PIN only.
     /// Must start with the PIN.
     public var registrationAuthenticators: [String]?
+    /// Mobile authentication with push; absent: not offered.
+    public var mobileAuth: MobileAuthConfiguration?
 
     private enum CodingKeys: String, CodingKey {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
-            maxRequestBytes, registrationAuthenticators
+            maxRequestBytes, registrationAuthenticators, mobileAuth
     }
 
     public init() {
@@ -61,6 +63,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         maxPinFailures = 5
         maxRequestBytes = 65536
         registrationAuthenticators = nil
+        mobileAuth = nil
     }
 
     public init(from decoder: any Decoder) throws {
@@ -83,5 +86,6 @@ public struct ServerConfiguration: Decodable, Sendable {
         if let listed = registrationAuthenticators, listed.isEmpty || Set(listed).count != listed.count {
             throw container.invalid(.registrationAuthenticators, "list each authenticator once, the PIN first")
         }
+        mobileAuth = try container.decodeIfPresent(MobileAuthConfiguration.self, forKey: .mobileAuth)
     }
 }

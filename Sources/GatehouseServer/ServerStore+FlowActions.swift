@@ -20,6 +20,8 @@ extension ServerStore {
     ) throws -> FlowApplied {
         var outcome: FlowApplied.Outcome?
         var tokens: TokenResponse?
+        var approved = false
+        var ended = false
         for action in actions {
             switch action {
             case .reserveAttempt, .releaseAttempt:
@@ -64,6 +66,9 @@ extension ServerStore {
                 if let profileID = row.profileID { try deleteProfile(profileID, db) }
             case .issueTokens:
                 tokens = try issueTokens(for: row, now: now, db)
+            case .approveTransaction:
+                try approveTransaction(for: row, now: now, db)
+                approved = true
             case .saveFlow(let state):
                 if state.attempt == .held, row.state.attempt != .held { row.heldUntil = now + Self.holdLifetime }
                 if state.attempt != .held { row.heldUntil = nil }
@@ -79,11 +84,18 @@ extension ServerStore {
                 )
             case .endFlow:
                 try db.execute(sql: "DELETE FROM flows WHERE id = ?", arguments: [row.id])
+                ended = true
             case .reply(let reply):
                 outcome = .reply(reply)
             case .refuse(let refusal):
                 outcome = .refusal(refusal)
             }
+        }
+        if ended, !approved, row.transactionID != nil {
+            // A mobile authentication's flow that ends unapproved (cancelled, refused) denies it.
+            var refused = false
+            if case .refusal = outcome { refused = true }
+            try flowEndedWithoutApproval(row, refused: refused, now: now, db)
         }
         guard let outcome else {
             guard answerRequired else {
@@ -95,7 +107,13 @@ extension ServerStore {
             }
             throw ServerError(500, "server_error", "The flow produced no answer.")
         }
-        return FlowApplied(flowID: row.id, profileID: row.profileID, outcome: outcome, tokens: tokens)
+        return FlowApplied(
+            flowID: row.id,
+            profileID: row.profileID,
+            outcome: outcome,
+            tokens: tokens,
+            endedTransaction: ended && row.transactionID != nil
+        )
     }
 
     /// The identity provider named the user: reuse the profile this client already has for that
@@ -167,6 +185,7 @@ extension ServerStore {
     /// Removes a profile and everything that hangs off it: registrations and tokens. Its open
     /// flows stay until used or expired, so a request in flight learns the user was deregistered.
     func deleteProfile(_ profileID: String, _ db: Database) throws {
+        try endTransactions(askedOf: profileID, reason: "user_deregistered", now: nil, db)
         try db.execute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
     }
 }

@@ -202,16 +202,16 @@ extension ServerStore {
         }
     }
 
-    private func insert(_ row: FlowRow, _ db: Database) throws {
+    func insert(_ row: FlowRow, _ db: Database) throws {
         try db.execute(
             sql: """
                 INSERT INTO flows (id, client_id, profile_id, identity_provider, scope, profile_key, key_thumbprint, state,
-                    attempt, expires_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    attempt, expires_at, transaction_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 row.id, row.clientID, row.profileID, row.identityProvider, row.scope, row.profileKey, row.keyThumbprint,
-                try JSONEncoder().encode(row.state), row.state.attempt.rawValue, row.expiresAt,
+                try JSONEncoder().encode(row.state), row.state.attempt.rawValue, row.expiresAt, row.transactionID,
             ]
         )
     }
@@ -231,7 +231,7 @@ extension ServerStore {
     }
 
     /// The profile's counter: its failures, and the attempts other live flows hold.
-    private func counter(
+    func counter(
         _ profileID: String,
         excluding flowID: String?,
         now: Double,

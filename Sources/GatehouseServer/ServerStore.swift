@@ -125,6 +125,63 @@ final class ServerStore: Sendable {
             }
             try db.create(index: "flows_profile_attempt", on: "flows", columns: ["profile_id", "attempt"])
         }
+        migrator.registerMigration("v3-mobile-auth") { db in
+            // A profile's mobile-auth enrolment: the device's HPKE key, the server's own for this
+            // enrolment, and where its pushes go. A disenrolled row stays so its device learns why.
+            try db.create(table: "mobile_enrolments") { table in
+                table.primaryKey("profile_id", .text).references("profiles", onDelete: .cascade)
+                table.column("subject", .text).notNull().indexed()
+                table.column("device_key", .blob).notNull()
+                table.column("server_key", .blob).notNull()
+                table.column("push_token", .text).unique()
+                table.column("platform", .text)
+                table.column("disenrolled", .boolean).notNull().defaults(to: false)
+                table.column("created_at", .double).notNull()
+            }
+            // What the portal asked and what became of it. The secure message and the signing
+            // data are never here: they live only inside each delivery's sealed payload.
+            try db.create(table: "mobile_transactions") { table in
+                table.primaryKey("id", .text)
+                table.column("api_client", .text).notNull()
+                table.column("subject", .text).notNull()
+                table.column("type", .text).notNull()
+                table.column("method", .text).notNull()
+                table.column("message", .text).notNull()
+                table.column("number", .integer)
+                table.column("signing_data_hash", .blob)
+                table.column("callback_uri", .text)
+                // An outbox: `due` once the transaction ends with a callback to make, then `sent`
+                // or `failed`; a restarted server picks up what is still due.
+                table.column("callback_state", .text).notNull().defaults(to: "none").indexed()
+                table.column("callback_attempts", .integer).notNull().defaults(to: 0)
+                table.column("callback_next_at", .double)
+                table.column("status", .text).notNull()
+                table.column("reason", .text)
+                table.column("answered_by", .text)
+                table.column("authentication_method", .text)
+                table.column("signature", .blob)
+                table.column("user_public_key", .text)
+                table.column("signature_verified", .boolean)
+                table.column("created_at", .double).notNull()
+                table.column("expires_at", .double).notNull()
+                table.column("answered_at", .double)
+            }
+            try db.create(
+                index: "mobile_transactions_subject",
+                on: "mobile_transactions",
+                columns: ["subject", "type"]
+            )
+            // One sealed payload per asked device; `seq` orders the event channel.
+            try db.create(table: "mobile_deliveries") { table in
+                table.autoIncrementedPrimaryKey("seq")
+                table.column("transaction_id", .text).notNull().references("mobile_transactions", onDelete: .cascade)
+                table.column("profile_id", .text).notNull().indexed()
+                table.column("sealed", .blob).notNull()
+                table.column("nonce_hash", .blob).notNull()
+                table.uniqueKey(["transaction_id", "profile_id"])
+            }
+            try db.alter(table: "flows") { table in table.add(column: "transaction_id", .text) }
+        }
         return migrator
     }
 

@@ -227,6 +227,8 @@ extension TokenServer {
 
     /// The wire form of what the machine decided.
     func respond(_ applied: FlowApplied) throws -> WireResponse {
+        // A mobile authentication's flow may have ended its transaction: its callback is due.
+        if applied.endedTransaction { callbacks?.wake() }
         switch applied.outcome {
         case .reply(let reply):
             var response = FlowResponse(flowID: applied.flowID, stage: reply.stage)

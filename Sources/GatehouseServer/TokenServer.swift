@@ -23,6 +23,11 @@ public final class TokenServer: Sendable {
     let clock: any WallClock
     let logger: Logger
     let extensions: [any ServerExtension]
+    /// Where pushes go, by the device's platform; the events channel is the server's own.
+    let pushTransports: [PushPlatform: any PushTransport]
+    let hub = EventChannelHub()
+    /// Sends the portal's callbacks (with mobile authentication configured).
+    let callbacks: CallbackDispatcher?
 
     /// A server for `manifest`'s plugins and `server` section, with its state at `databasePath`,
     /// and `extensions` mounted under their path prefixes.
@@ -31,7 +36,8 @@ public final class TokenServer: Sendable {
         registry: PluginRegistry,
         databasePath: String,
         environment: PluginEnvironment,
-        extensions: [any ServerExtension] = []
+        extensions: [any ServerExtension] = [],
+        pushTransports: [PushPlatform: any PushTransport] = [:]
     ) throws {
         let plugins = try registry.load(manifest, environment: environment, sides: .server)
         configuration = try manifest.section("server", as: ServerConfiguration.self)
@@ -69,10 +75,20 @@ public final class TokenServer: Sendable {
             )
         }
         registrationAuthenticators = enrolled
+        for (index, type) in (configuration.mobileAuth?.types ?? []).enumerated() {
+            guard let id = type.authenticator else { continue }
+            let wanted: AuthenticatorKind = type.method == .biometric ? .biometric : .custom
+            guard authenticators.contains(where: { $0.descriptor.id == id && $0.kind == wanted }) else {
+                throw problem(
+                    "server.mobileAuth.types[\(index)].authenticator",
+                    "no \(wanted.rawValue) authenticator has the id \"\(id)\""
+                )
+            }
+        }
         pinAuthenticator = pin
         self.identityProviders = identityProviders
         self.authenticators = authenticators
-        store = try ServerStore(
+        let store = try ServerStore(
             path: databasePath,
             tokenLifetimes: .init(
                 access: configuration.accessTokenLifetime,
@@ -80,9 +96,16 @@ public final class TokenServer: Sendable {
             ),
             maxFailures: configuration.maxPinFailures
         )
+        self.store = store
         clock = environment.clock
         logger = environment.logger
         self.extensions = extensions
+        self.pushTransports = pushTransports
+        callbacks = configuration.mobileAuth.map {
+            CallbackDispatcher(store: store, configuration: $0, clock: environment.clock, logger: environment.logger)
+        }
+        // Callbacks left due by an earlier run go out now.
+        callbacks?.wake()
     }
 
     /// Answers one request. Never throws: every problem becomes an error response.
@@ -151,7 +174,41 @@ public final class TokenServer: Sendable {
         case Endpoint.authenticatorDeregistration:
             try require("POST", request)
             return try await deregisterAuthenticator(request)
+        case Endpoint.mobileAuthEnrolment:
+            try require("POST", request)
+            return try await enrolMobileAuth(request)
+        case Endpoint.mobileAuthStatus:
+            try require("GET", request)
+            return try await mobileAuthStatus(request)
+        case Endpoint.pushEnrolment, Endpoint.pushToken:
+            try require("POST", request)
+            return try await enrolPush(request)
+        case Endpoint.mobileAuthPending:
+            try require("GET", request)
+            return try await pendingMobileAuth(request)
+        case Endpoint.mobileAuthEvents:
+            try require("GET", request)
+            return try await mobileAuthEvents(request)
+        case Endpoint.portalMobileAuth:
+            try require("POST", request)
+            return try await startPortalMobileAuth(request)
         default:
+            if let rest = path.dropPrefix(Endpoint.mobileAuthTransactionPrefix) {
+                let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+                guard (16...64).contains(parts[0].utf8.count), Data(base64URLEncoded: parts[0]) != nil,
+                    parts.count == 1 || (parts.count == 2 && parts[1] == "answer")
+                else { throw ServerError(MobileAuthRequestError(.notFound), status: 404) }
+                if parts.count == 1 {
+                    try require("GET", request)
+                    return try await mobileAuthPayload(String(parts[0]), request)
+                }
+                try require("POST", request)
+                return try await answerMobileAuth(String(parts[0]), request)
+            }
+            if let id = path.dropPrefix(Endpoint.portalMobileAuth + "/") {
+                try require("GET", request)
+                return try await portalTransaction(id, request)
+            }
             if path.hasPrefix(Endpoint.flowPrefix) {
                 let id = String(path.dropFirst(Endpoint.flowPrefix.count))
                 try require("POST", request)
@@ -257,4 +314,11 @@ struct HostedAuthenticator: Sendable {
     var descriptor: AuthenticatorDescriptor
     var kind: AuthenticatorKind
     var verifier: any AuthenticatorVerifier
+}
+
+extension String {
+    /// The rest after `prefix`, or nil when the string does not start with it.
+    fileprivate func dropPrefix(_ prefix: String) -> String? {
+        hasPrefix(prefix) ? String(dropFirst(prefix.count)) : nil
+    }
 }

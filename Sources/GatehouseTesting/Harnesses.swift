@@ -215,7 +215,7 @@ public actor AuthenticatorHarness {
                 failureCount += 1
                 countedAttempts += 1
             case .resetFailures: failureCount = 0
-            case .identifyUser, .createProfile, .issueTokens: break
+            case .identifyUser, .createProfile, .issueTokens, .approveTransaction: break
             case .storeRegistration(_, let data): registration = data
             case .removeRegistration: registration = nil
             case .deregister:

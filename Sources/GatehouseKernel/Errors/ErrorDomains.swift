@@ -62,6 +62,14 @@ public enum MobileAuthRequestDomain: ErrorDomain {
     }
 }
 
+/// Errors of enrolling a device for mobile authentication and for push.
+public enum MobileAuthEnrollmentDomain: ErrorDomain {
+    public static let name = "MobileAuthEnrollment"
+    public static var knownCodes: [MobileAuthEnrollmentError.Code] {
+        [.userNotAuthenticated, .deviceAlreadyEnrolled, .enrollmentNotAvailable, .userAlreadyEnrolled, .notEnrolled]
+    }
+}
+
 public typealias GenericError = GatehouseError<GenericDomain>
 public typealias PinValidationError = GatehouseError<PinValidationDomain>
 public typealias AuthenticationError = GatehouseError<AuthenticationDomain>
@@ -69,6 +77,7 @@ public typealias RegistrationError = GatehouseError<RegistrationDomain>
 public typealias DeregistrationError = GatehouseError<DeregistrationDomain>
 public typealias ChangePinError = GatehouseError<ChangePinDomain>
 public typealias MobileAuthRequestError = GatehouseError<MobileAuthRequestDomain>
+public typealias MobileAuthEnrollmentError = GatehouseError<MobileAuthEnrollmentDomain>
 
 extension GatehouseError.Code where Domain == GenericDomain {
     public static var networkConnectivityFailure: Self {
@@ -298,5 +307,39 @@ extension GatehouseError.Code where Domain == MobileAuthRequestDomain {
     }
     public static var notHandleable: Self {
         Self(10018, name: "notHandleable", defaultMessage: "The request cannot be handled by Gatehouse.")
+    }
+}
+
+extension GatehouseError.Code where Domain == MobileAuthEnrollmentDomain {
+    public static var userNotAuthenticated: Self {
+        Self(9010, name: "userNotAuthenticated", defaultMessage: "Enrolling needs an authenticated user.")
+    }
+    public static var deviceAlreadyEnrolled: Self {
+        Self(
+            9016,
+            name: "deviceAlreadyEnrolled",
+            defaultMessage: "This push token is already enrolled for another profile."
+        )
+    }
+    public static var enrollmentNotAvailable: Self {
+        Self(
+            9017,
+            name: "enrollmentNotAvailable",
+            defaultMessage: "The server does not offer mobile authentication."
+        )
+    }
+    public static var userAlreadyEnrolled: Self {
+        Self(
+            9018,
+            name: "userAlreadyEnrolled",
+            defaultMessage: "The user is already enrolled for mobile authentication on another device."
+        )
+    }
+    public static var notEnrolled: Self {
+        Self(
+            9021,
+            name: "notEnrolled",
+            defaultMessage: "Enrol for mobile authentication first, then for push."
+        )
     }
 }

@@ -165,6 +165,7 @@ public struct FlowMachine: Sendable {
         var actions: [FlowAction] = state.plan.kind == .registration ? [.createProfile] : []
         actions += state.pending.map { .storeRegistration(authenticator: $0.authenticator, data: $0.data) }
         if state.plan.issuesTokens { actions.append(.issueTokens) }
+        if state.plan.kind == .mobileAuthentication { actions.append(.approveTransaction) }
         return actions + [.endFlow, .reply(FlowReply(stage: nil, completed: completed, info: info ?? state.info))]
     }
 

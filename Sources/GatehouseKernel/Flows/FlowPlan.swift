@@ -9,6 +9,9 @@ public enum FlowKind: String, Sendable, Codable, CaseIterable {
     case changePin
     /// The PIN, then the enrolment of another authenticator.
     case authenticatorRegistration
+    /// One authenticator approves a mobile authentication transaction; ends with the
+    /// transaction approved, not with a session.
+    case mobileAuthentication
 }
 
 /// One step of a flow: which plugin acts, and how. Plugins are named by their manifest id.
@@ -97,6 +100,16 @@ public struct FlowPlan: Sendable, Codable, Equatable {
     /// The current PIN, then a new one.
     public static func changePin(_ pin: String) -> FlowPlan {
         FlowPlan(kind: .changePin, stages: [.authenticate(pin), .enrol(pin)])
+    }
+
+    /// Approve a mobile authentication transaction with `authenticator`; `fallback` (the PIN)
+    /// may take over.
+    public static func mobileAuthentication(with authenticator: String, fallback: String?) -> FlowPlan {
+        FlowPlan(
+            kind: .mobileAuthentication,
+            stages: [.authenticate(authenticator)],
+            fallback: authenticator == fallback ? nil : fallback
+        )
     }
 
     /// The PIN, then enrol `authenticator`.

@@ -172,6 +172,8 @@ public enum FlowAction: Sendable, CustomStringConvertible {
     case deregister
     /// Mint a new session for the profile.
     case issueTokens
+    /// Mark the flow's mobile authentication transaction approved (it must still be pending).
+    case approveTransaction
     /// Keep the flow's new state (its session, its stage, the attempt it holds).
     case saveFlow(FlowState)
     /// The flow is over; forget it.
@@ -194,6 +196,7 @@ public enum FlowAction: Sendable, CustomStringConvertible {
         case .removeRegistration(let authenticator): "removeRegistration(\(authenticator))"
         case .deregister: "deregister"
         case .issueTokens: "issueTokens"
+        case .approveTransaction: "approveTransaction"
         case .saveFlow(let state): "saveFlow(\(state.stage.map(\.description) ?? "done"), \(state.attempt.rawValue))"
         case .endFlow: "endFlow"
         case .reply(let reply): "reply(\(reply.stage.map(\.description) ?? "done"))"

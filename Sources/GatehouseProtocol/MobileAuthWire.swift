@@ -1,0 +1,380 @@
+import Crypto
+public import Foundation
+public import GatehouseKernel
+
+// Mobile authentication on the wire: the device's enrolments, its pending list, the sealed
+// payload and answer, and the portal API. docs/openapi.yaml describes the same messages.
+
+/// `POST /v1/mobile-auth/enrolment` (access token): the device's HPKE key for this profile.
+public struct MobileAuthEnrolmentRequest: Codable, Sendable {
+    /// An X25519 public key, 32 raw bytes.
+    public var publicKey: Base64URLData
+    public init(publicKey: Data) { self.publicKey = Base64URLData(publicKey) }
+    enum CodingKeys: String, CodingKey { case publicKey = "public_key" }
+}
+
+/// The server's HPKE key for this enrolment: answers are sealed for it.
+public struct MobileAuthEnrolmentResponse: Codable, Sendable {
+    public var serverPublicKey: Base64URLData
+    public init(serverPublicKey: Data) { self.serverPublicKey = Base64URLData(serverPublicKey) }
+    enum CodingKeys: String, CodingKey { case serverPublicKey = "server_public_key" }
+}
+
+/// Where the server sends a profile's pushes.
+public enum PushPlatform: String, Codable, Sendable, CaseIterable {
+    /// Apple Push Notification service: the payload is APNs JSON.
+    case apns
+    /// Firebase Cloud Messaging: the payload is an FCM HTTP v1 message.
+    case fcm
+    /// The server-sent-events channel the device keeps open to the token server.
+    case events
+}
+
+/// `POST /v1/mobile-auth/push-enrolment` and `POST /v1/mobile-auth/push-token` (access token).
+public struct PushEnrolmentRequest: Codable, Sendable {
+    /// The token the push service gave the app (APNs device token, FCM registration token), or
+    /// any stable id of the device for the events channel.
+    public var pushToken: String
+    public var platform: PushPlatform
+    public init(pushToken: String, platform: PushPlatform) {
+        self.pushToken = pushToken
+        self.platform = platform
+    }
+    enum CodingKeys: String, CodingKey {
+        case pushToken = "push_token"
+        case platform
+    }
+}
+
+/// The state of a profile's enrolments.
+public struct MobileAuthEnrolmentStatus: Codable, Sendable, Equatable {
+    public var enrolled: Bool
+    public var pushEnrolled: Bool
+    public init(enrolled: Bool, pushEnrolled: Bool) {
+        self.enrolled = enrolled
+        self.pushEnrolled = pushEnrolled
+    }
+    enum CodingKeys: String, CodingKey {
+        case enrolled
+        case pushEnrolled = "push_enrolled"
+    }
+}
+
+/// One pending transaction, as the push announced it: nothing sensitive.
+public struct PendingMobileAuthItem: Codable, Sendable, Equatable {
+    public var transactionID: String
+    public var profileID: String
+    /// Seconds since 1970.
+    public var createdAt: Double
+    public var timeToLive: Int
+    public var message: String
+
+    public init(transactionID: String, profileID: String, createdAt: Double, timeToLive: Int, message: String) {
+        self.transactionID = transactionID
+        self.profileID = profileID
+        self.createdAt = createdAt
+        self.timeToLive = timeToLive
+        self.message = message
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transaction_id"
+        case profileID = "profile_id"
+        case createdAt = "created_at"
+        case timeToLive = "time_to_live"
+        case message
+    }
+}
+
+/// `GET /v1/mobile-auth/pending`: newest first.
+public struct PendingMobileAuthList: Codable, Sendable {
+    public var requests: [PendingMobileAuthItem]
+    public init(requests: [PendingMobileAuthItem]) { self.requests = requests }
+}
+
+/// `GET /v1/mobile-auth/transactions/{id}`: the payload, sealed for the device's key.
+public struct MobileAuthPayloadResponse: Codable, Sendable {
+    public var sealed: SealedBox
+    public init(sealed: SealedBox) { self.sealed = sealed }
+}
+
+/// What the sealed payload holds.
+public struct MobileAuthPayload: Codable, Sendable, Equatable {
+    public var transactionID: String
+    public var profileID: String
+    public var type: String
+    public var method: MobileAuthMethod
+    /// The manifest id of the authenticator the method uses, if any.
+    public var authenticator: String?
+    public var message: String
+    public var secureMessage: String?
+    public var signingData: String?
+    public var numberMatching: Bool
+    /// Single use: the answer must carry it back.
+    public var nonce: Base64URLData
+    public var expiresAt: Double
+
+    public init(
+        transactionID: String,
+        profileID: String,
+        type: String,
+        method: MobileAuthMethod,
+        authenticator: String?,
+        message: String,
+        secureMessage: String?,
+        signingData: String?,
+        numberMatching: Bool,
+        nonce: Data,
+        expiresAt: Double
+    ) {
+        self.transactionID = transactionID
+        self.profileID = profileID
+        self.type = type
+        self.method = method
+        self.authenticator = authenticator
+        self.message = message
+        self.secureMessage = secureMessage
+        self.signingData = signingData
+        self.numberMatching = numberMatching
+        self.nonce = Base64URLData(nonce)
+        self.expiresAt = expiresAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transaction_id"
+        case profileID = "profile_id"
+        case type, method, authenticator, message
+        case secureMessage = "secure_message"
+        case signingData = "signing_data"
+        case numberMatching = "number_matching"
+        case nonce
+        case expiresAt = "expires_at"
+    }
+}
+
+/// `POST /v1/mobile-auth/transactions/{id}/answer`: the answer, sealed for the server's key.
+public struct MobileAuthAnswerRequest: Codable, Sendable {
+    public var sealed: SealedBox
+    public init(sealed: SealedBox) { self.sealed = sealed }
+}
+
+/// What the sealed answer holds.
+public struct MobileAuthAnswer: Codable, Sendable, Equatable {
+    public enum Decision: String, Codable, Sendable {
+        case accept, deny
+    }
+
+    public var transactionID: String
+    /// The payload's nonce.
+    public var nonce: Base64URLData
+    public var decision: Decision
+    public var reason: MobileAuthDenialReason?
+    /// The number the user typed, when number matching is on.
+    public var number: Int?
+    /// With transaction signing: the profile key's ES256 signature over ``signedContent``.
+    public var signature: Base64URLData?
+    public var publicKey: PublicJWK?
+
+    public init(
+        transactionID: String,
+        nonce: Data,
+        decision: Decision,
+        reason: MobileAuthDenialReason? = nil,
+        number: Int? = nil,
+        signature: Data? = nil,
+        publicKey: PublicJWK? = nil
+    ) {
+        self.transactionID = transactionID
+        self.nonce = Base64URLData(nonce)
+        self.decision = decision
+        self.reason = reason
+        self.number = number
+        self.signature = signature.map(Base64URLData.init)
+        self.publicKey = publicKey
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transaction_id"
+        case nonce, decision, reason, number, signature
+        case publicKey = "public_key"
+    }
+
+    /// What a transaction signature covers: the transaction, the SHA-256 of its signing data and
+    /// the decision. (The hash, so the server can check the signature without keeping the data.)
+    public static func signedContent(transactionID: String, signingDataHash: Data, decision: Decision) -> Data {
+        let hash = signingDataHash.base64URLEncodedString
+        return Data("gatehouse-transaction-signature/v1\n\(transactionID)\n\(decision.rawValue)\n\(hash)".utf8)
+    }
+
+    public static func signedContent(transactionID: String, signingData: String, decision: Decision) -> Data {
+        signedContent(
+            transactionID: transactionID,
+            signingDataHash: Data(SHA256.hash(data: Data(signingData.utf8))),
+            decision: decision
+        )
+    }
+}
+
+/// The answer's result: handled, or a flow to run first (PIN, biometric, custom).
+public struct MobileAuthAnswerResponse: Codable, Sendable {
+    public var status: MobileAuthTransactionStatus
+    /// Set when the method needs an authenticator: approve by finishing this flow.
+    public var flow: FlowResponse?
+
+    public init(status: MobileAuthTransactionStatus, flow: FlowResponse? = nil) {
+        self.status = status
+        self.flow = flow
+    }
+}
+
+/// Where a transaction stands.
+public enum MobileAuthTransactionStatus: String, Codable, Sendable {
+    case pending, approved, denied, expired
+}
+
+// MARK: - Portal API
+
+/// `POST /v1/portal/mobile-auth` (HTTP Basic, an API client): start a transaction for a user.
+public struct PortalMobileAuthRequest: Codable, Sendable {
+    /// The user as the identity provider named them.
+    public var userID: String
+    /// A mobile authentication type of the manifest.
+    public var type: String
+    /// The short message of the push, at most 155 characters; the type's default when absent.
+    public var message: String?
+    /// Any length; only ever sent sealed for the device.
+    public var secureMessage: String?
+    public var signingData: String?
+    /// Called with a signed POST when the transaction ends.
+    public var callbackURI: String?
+
+    public init(
+        userID: String,
+        type: String,
+        message: String? = nil,
+        secureMessage: String? = nil,
+        signingData: String? = nil,
+        callbackURI: String? = nil
+    ) {
+        self.userID = userID
+        self.type = type
+        self.message = message
+        self.secureMessage = secureMessage
+        self.signingData = signingData
+        self.callbackURI = callbackURI
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case type, message
+        case secureMessage = "secure_message"
+        case signingData = "signing_data"
+        case callbackURI = "callback_uri"
+    }
+}
+
+public struct PortalMobileAuthResponse: Codable, Sendable {
+    public var transactionID: String
+    public var authMethod: MobileAuthMethod
+    /// Milliseconds, as in the seed's portal API.
+    public var timeToLive: Int
+    /// The number to show the user when number matching is on.
+    public var number: Int?
+    /// How many devices were asked.
+    public var devices: Int
+
+    public init(transactionID: String, authMethod: MobileAuthMethod, timeToLive: Int, number: Int?, devices: Int) {
+        self.transactionID = transactionID
+        self.authMethod = authMethod
+        self.timeToLive = timeToLive
+        self.number = number
+        self.devices = devices
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transaction_id"
+        case authMethod = "auth_method"
+        case timeToLive = "time_to_live"
+        case number, devices
+    }
+}
+
+/// `GET /v1/portal/mobile-auth/{id}`.
+public struct PortalTransactionResult: Codable, Sendable, Equatable {
+    public var transactionID: String
+    public var userID: String
+    public var type: String
+    public var status: MobileAuthTransactionStatus
+    public var isAuthenticated: Bool
+    /// The method that approved it (`pin` after a fallback from biometric, say).
+    public var authenticationMethod: String?
+    /// Why it was not approved: `not_accepted`, `not_recognised`, `invalid_answer`, `expired`,
+    /// `superseded`, `user_deregistered`.
+    public var reason: String?
+    public var createdAt: Double
+    public var answeredAt: Double?
+    /// With transaction signing: the device's signature, its key, and the server's check.
+    public var signature: Base64URLData?
+    public var userPublicKey: PublicJWK?
+    public var signatureVerified: Bool?
+
+    public init(
+        transactionID: String,
+        userID: String,
+        type: String,
+        status: MobileAuthTransactionStatus,
+        authenticationMethod: String?,
+        reason: String?,
+        createdAt: Double,
+        answeredAt: Double?,
+        signature: Data?,
+        userPublicKey: PublicJWK?,
+        signatureVerified: Bool?
+    ) {
+        self.transactionID = transactionID
+        self.userID = userID
+        self.type = type
+        self.status = status
+        self.isAuthenticated = status == .approved
+        self.authenticationMethod = authenticationMethod
+        self.reason = reason
+        self.createdAt = createdAt
+        self.answeredAt = answeredAt
+        self.signature = signature.map(Base64URLData.init)
+        self.userPublicKey = userPublicKey
+        self.signatureVerified = signatureVerified
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transaction_id"
+        case userID = "user_id"
+        case type, status
+        case isAuthenticated = "is_authenticated"
+        case authenticationMethod = "authentication_method"
+        case reason
+        case createdAt = "created_at"
+        case answeredAt = "answered_at"
+        case signature
+        case userPublicKey = "user_public_key"
+        case signatureVerified = "signature_verified"
+    }
+}
+
+/// The body of the signed POST to a transaction's `callback_uri`.
+public struct PortalCallback: Codable, Sendable, Equatable {
+    public var transactionID: String
+    public var status: MobileAuthTransactionStatus
+    public var callbackURI: String
+
+    public init(transactionID: String, status: MobileAuthTransactionStatus, callbackURI: String) {
+        self.transactionID = transactionID
+        self.status = status
+        self.callbackURI = callbackURI
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transaction_id"
+        case status
+        case callbackURI = "callback_uri"
+    }
+}

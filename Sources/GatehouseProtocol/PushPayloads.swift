@@ -1,0 +1,104 @@
+public import Foundation
+
+/// What a push about a mobile authentication carries: the transaction, the profile, the short
+/// message and the expiry — nothing else, since a push travels through third parties.
+public struct PushNotification: Codable, Sendable, Hashable {
+    public var transactionID: String
+    public var profileID: String
+    public var message: String
+    /// Seconds since 1970.
+    public var createdAt: Double
+    public var timeToLive: Int
+
+    public init(transactionID: String, profileID: String, message: String, createdAt: Double, timeToLive: Int) {
+        self.transactionID = transactionID
+        self.profileID = profileID
+        self.message = message
+        self.createdAt = createdAt
+        self.timeToLive = timeToLive
+    }
+
+    /// The custom keys, every value a string (FCM data messages allow strings only).
+    public static let transactionKey = "gh_transaction_id"
+    public static let profileKey = "gh_profile_id"
+    public static let messageKey = "gh_message"
+    public static let createdKey = "gh_created_at"
+    public static let timeToLiveKey = "gh_time_to_live"
+
+    /// The custom keys as a flat dictionary of strings.
+    public var userInfo: [String: String] {
+        [
+            Self.transactionKey: transactionID,
+            Self.profileKey: profileID,
+            Self.messageKey: message,
+            Self.createdKey: String(createdAt),
+            Self.timeToLiveKey: String(timeToLive),
+        ]
+    }
+
+    /// Reads the custom keys back; nil when any is missing or malformed (a push not meant for
+    /// Gatehouse). Accepts the keys at the top level (APNs) or under `data` / `message.data` (FCM).
+    public init?(userInfo: [String: Any]) {
+        let fields: [String: Any]
+        if userInfo[Self.transactionKey] != nil {
+            fields = userInfo
+        } else if let data = userInfo["data"] as? [String: Any] {
+            fields = data
+        } else if let message = userInfo["message"] as? [String: Any], let data = message["data"] as? [String: Any] {
+            fields = data
+        } else {
+            return nil
+        }
+        guard let transaction = fields[Self.transactionKey] as? String, (16...64).contains(transaction.utf8.count),
+            let profile = fields[Self.profileKey] as? String, (1...64).contains(profile.utf8.count),
+            let message = fields[Self.messageKey] as? String, message.count <= 155,
+            let created = (fields[Self.createdKey] as? String).flatMap(Double.init), created.isFinite,
+            let timeToLive = (fields[Self.timeToLiveKey] as? String).flatMap(Int.init), timeToLive > 0
+        else { return nil }
+        self.init(
+            transactionID: transaction,
+            profileID: profile,
+            message: message,
+            createdAt: created,
+            timeToLive: timeToLive
+        )
+    }
+
+    /// The APNs payload (Apple's "Generating a remote notification"): an `aps` dictionary with the
+    /// alert the lock screen shows, plus the custom keys at the top level.
+    public func apnsPayload() throws -> Data {
+        var payload: [String: Any] = userInfo
+        payload["aps"] = [
+            "alert": ["title": "Approve sign-in?", "body": message],
+            "sound": "default",
+            "category": "GATEHOUSE_MOBILE_AUTH",
+            "mutable-content": 1,
+        ]
+        return try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])
+    }
+
+    /// The HTTP headers APNs expects with ``apnsPayload()``: an alert push that expires with the
+    /// transaction and replaces an older push about the same transaction.
+    public func apnsHeaders(topic: String) -> [String: String] {
+        [
+            "apns-push-type": "alert",
+            "apns-priority": "10",
+            "apns-topic": topic,
+            "apns-expiration": String(Int(createdAt) + timeToLive),
+            "apns-collapse-id": String(transactionID.prefix(64)),
+        ]
+    }
+
+    /// The FCM HTTP v1 `messages:send` body: `message.token`, a `notification` for the tray, and
+    /// the custom keys as `data` (strings only), with an Android TTL of the transaction's.
+    public func fcmMessage(token: String) throws -> Data {
+        let message: [String: Any] = [
+            "token": token,
+            "notification": ["title": "Approve sign-in?", "body": message],
+            "data": userInfo,
+            "android": ["priority": "high", "ttl": "\(timeToLive)s", "collapse_key": transactionID],
+            "apns": ["headers": apnsHeaders(topic: "").filter { $0.key != "apns-topic" }],
+        ]
+        return try JSONSerialization.data(withJSONObject: ["message": message], options: [.sortedKeys])
+    }
+}

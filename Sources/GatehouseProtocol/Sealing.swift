@@ -1,0 +1,69 @@
+public import Crypto
+public import Foundation
+
+/// HPKE (RFC 9180) base mode with X25519, HKDF-SHA256 and ChaCha20-Poly1305: what a mobile
+/// authentication's payload (server → device) and answer (device → server) travel in. X25519 and
+/// ChaCha20-Poly1305 are fast in software on phones without AES instructions, and the suite is
+/// the one RFC 9180 and MLS use most.
+///
+/// Each box is bound to its purpose (`info`) and to its transaction (the associated data), so a
+/// box cannot be moved to another transaction or read as the other direction's.
+public struct SealedBox: Codable, Sendable, Hashable {
+    /// The sender's encapsulated ephemeral key (32 bytes).
+    public var encapsulatedKey: Base64URLData
+    public var ciphertext: Base64URLData
+
+    public init(encapsulatedKey: Data, ciphertext: Data) {
+        self.encapsulatedKey = Base64URLData(encapsulatedKey)
+        self.ciphertext = Base64URLData(ciphertext)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case encapsulatedKey = "enc"
+        case ciphertext
+    }
+
+    /// What a box is for; part of the key schedule, so the two directions never mix.
+    public enum Purpose: String, Sendable {
+        case payload = "gatehouse/mobile-auth/payload/v1"
+        case answer = "gatehouse/mobile-auth/answer/v1"
+    }
+
+    static let suite = HPKE.Ciphersuite.Curve25519_SHA256_ChachaPoly
+
+    /// Seals `plaintext` for `recipient`, bound to `purpose` and `transactionID`.
+    public static func seal(
+        _ plaintext: Data,
+        for recipient: Curve25519.KeyAgreement.PublicKey,
+        purpose: Purpose,
+        transactionID: String
+    ) throws -> SealedBox {
+        var sender = try HPKE.Sender(recipientKey: recipient, ciphersuite: suite, info: Data(purpose.rawValue.utf8))
+        let ciphertext = try sender.seal(plaintext, authenticating: Data(transactionID.utf8))
+        return SealedBox(encapsulatedKey: sender.encapsulatedKey, ciphertext: ciphertext)
+    }
+
+    /// Opens the box with `key`; throws when it was sealed for another key, purpose or
+    /// transaction, or was changed on the way.
+    public func open(
+        with key: Curve25519.KeyAgreement.PrivateKey,
+        purpose: Purpose,
+        transactionID: String
+    ) throws -> Data {
+        var recipient = try HPKE.Recipient(
+            privateKey: key,
+            ciphersuite: Self.suite,
+            info: Data(purpose.rawValue.utf8),
+            encapsulatedKey: encapsulatedKey.data
+        )
+        return try recipient.open(ciphertext.data, authenticating: Data(transactionID.utf8))
+    }
+}
+
+extension Curve25519.KeyAgreement.PublicKey {
+    /// The key from its 32 raw bytes, or nil.
+    public init?(wire: Base64URLData) {
+        guard wire.data.count == 32, let key = try? Self(rawRepresentation: wire.data) else { return nil }
+        self = key
+    }
+}

@@ -1,0 +1,112 @@
+public import GatehouseKernel
+
+/// The manifest's `server.mobileAuth` section: who may start mobile authentications, which types
+/// there are, and how devices enrol. Without it the server offers no mobile authentication.
+public struct MobileAuthConfiguration: Decodable, Sendable {
+    /// How many devices of one user may be enrolled.
+    public enum EnrolmentMode: String, Decodable, Sendable {
+        /// One device; a second enrolment is refused (`userAlreadyEnrolled`).
+        case single
+        /// One device; a new enrolment replaces the old one, which learns it was disenrolled.
+        case override
+        /// Every enrolled device of the user is asked; the first answer counts.
+        case multiple
+    }
+
+    /// A confidential API client (a portal) that starts transactions, with HTTP Basic credentials.
+    public struct APIClient: Decodable, Sendable {
+        public var id: String
+        /// At least 16 characters; also the key of the HMAC that signs its callbacks.
+        public var secret: String
+        /// Callback URIs must start with one of these; without any, callbacks are refused.
+        public var callbackPrefixes: [String]
+
+        private enum CodingKeys: String, CodingKey { case id, secret, callbackPrefixes }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            secret = try container.decode(String.self, forKey: .secret)
+            guard secret.utf8.count >= 16 else { throw container.invalid(.secret, "use at least 16 characters") }
+            callbackPrefixes = try container.decode([String].self, forKey: .callbackPrefixes, default: [])
+            for prefix in callbackPrefixes where !(prefix.hasPrefix("https://") || prefix.hasPrefix("http://")) {
+                throw container.invalid(.callbackPrefixes, "\"\(prefix)\" is not an http(s) URL")
+            }
+        }
+    }
+
+    /// A business use of mobile authentication (`login`, `payment`), named by the portal.
+    public struct TransactionType: Decodable, Sendable {
+        public var name: String
+        public var method: MobileAuthMethod
+        /// The manifest id of the authenticator for `biometric` and `custom`.
+        public var authenticator: String?
+        /// Seconds the device has to answer (10–3600, default 120).
+        public var timeToLive: Int
+        /// The push message when the portal sends none.
+        public var defaultMessage: String?
+        /// The portal shows a number the user must type on the device.
+        public var numberMatching: Bool
+        /// The device signs what it approves; the portal gets the signature and its check.
+        public var transactionSigning: Bool
+        /// A new transaction for the same user and type ends older pending ones.
+        public var supersedesPending: Bool
+
+        private enum CodingKeys: String, CodingKey {
+            case name, method, authenticator, timeToLive, defaultMessage, numberMatching, transactionSigning,
+                supersedesPending
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decode(String.self, forKey: .name)
+            method = try container.decode(MobileAuthMethod.self, forKey: .method)
+            authenticator = try container.decodeIfPresent(String.self, forKey: .authenticator)
+            timeToLive = try container.decode(Int.self, forKey: .timeToLive, default: 120, in: 10...3600)
+            defaultMessage = try container.decodeIfPresent(String.self, forKey: .defaultMessage)
+            numberMatching = try container.decode(Bool.self, forKey: .numberMatching, default: false)
+            transactionSigning = try container.decode(Bool.self, forKey: .transactionSigning, default: false)
+            supersedesPending = try container.decode(Bool.self, forKey: .supersedesPending, default: true)
+            if let message = defaultMessage, message.count > MobileAuthConfiguration.maxMessageLength {
+                throw container.invalid(
+                    .defaultMessage,
+                    "at most \(MobileAuthConfiguration.maxMessageLength) characters"
+                )
+            }
+            switch (method, authenticator) {
+            case (.biometric, nil), (.custom, nil):
+                throw container.invalid(.authenticator, "a \(method.rawValue) type names its authenticator")
+            case (.confirmation, .some), (.pin, .some):
+                throw container.invalid(.authenticator, "a \(method.rawValue) type takes no authenticator")
+            default: break
+            }
+        }
+    }
+
+    /// The longest push message: what an APNs alert shows in full.
+    public static let maxMessageLength = 155
+
+    public var enrolment: EnrolmentMode
+    public var apiClients: [APIClient]
+    public var types: [TransactionType]
+    /// How often a callback is tried (1–10, default 5), with doubling delays from one second.
+    public var callbackAttempts: Int
+
+    private enum CodingKeys: String, CodingKey { case enrolment, apiClients, types, callbackAttempts }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        enrolment = try container.decode(EnrolmentMode.self, forKey: .enrolment, default: .single)
+        apiClients = try container.decode([APIClient].self, forKey: .apiClients)
+        types = try container.decode([TransactionType].self, forKey: .types)
+        callbackAttempts = try container.decode(Int.self, forKey: .callbackAttempts, default: 5, in: 1...10)
+        guard !apiClients.isEmpty else { throw container.invalid(.apiClients, "list at least one API client") }
+        guard !types.isEmpty else { throw container.invalid(.types, "list at least one type") }
+        guard Set(types.map(\.name)).count == types.count else {
+            throw container.invalid(.types, "each type name must be unique")
+        }
+        guard Set(apiClients.map(\.id)).count == apiClients.count else {
+            throw container.invalid(.apiClients, "each API client id must be unique")
+        }
+    }
+}

@@ -1,0 +1,126 @@
+public import Foundation
+public import GatehouseProtocol
+import Synchronization
+
+/// Delivers a push about a mobile authentication to one device. The token server calls the
+/// transport configured for the device's platform; the events channel it serves itself.
+public protocol PushTransport: Sendable {
+    func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws
+}
+
+/// Pushes within one process: what an embedded server and its app (or a test) use. Each device
+/// token has a stream of the notifications sent to it, buffered until read.
+public final class InProcessPushTransport: PushTransport {
+    private let streams = Mutex<[String: (AsyncStream<PushNotification>, AsyncStream<PushNotification>.Continuation)]>(
+        [:]
+    )
+
+    public init() {}
+
+    /// The notifications sent to `token`, from the first one on.
+    public func notifications(for token: String) -> AsyncStream<PushNotification> {
+        stream(for: token).0
+    }
+
+    public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
+        stream(for: token).1.yield(notification)
+    }
+
+    private func stream(
+        for token: String
+    ) -> (AsyncStream<PushNotification>, AsyncStream<PushNotification>.Continuation) {
+        streams.withLock { streams in
+            if let existing = streams[token] { return existing }
+            let made = AsyncStream<PushNotification>.makeStream(bufferingPolicy: .bufferingNewest(256))
+            streams[token] = made
+            return made
+        }
+    }
+}
+
+/// An HTTP request to a push service, for a host that holds the service's credentials.
+public struct PushServiceRequest: Sendable, Equatable {
+    public var url: String
+    public var headers: [String: String]
+    public var body: Data
+}
+
+/// Encodes pushes for Apple Push Notification service (HTTP/2 API, `POST /3/device/{token}`) and
+/// hands each request to `send`, which adds the provider token and sends it.
+public struct APNsPushTransport: PushTransport {
+    public var host: String
+    public var topic: String
+    public var send: @Sendable (PushServiceRequest) async throws -> Void
+
+    /// `host`: `https://api.push.apple.com` or the sandbox; `topic`: the app's bundle id.
+    public init(host: String, topic: String, send: @escaping @Sendable (PushServiceRequest) async throws -> Void) {
+        self.host = host
+        self.topic = topic
+        self.send = send
+    }
+
+    public func request(for notification: PushNotification, token: String) throws -> PushServiceRequest {
+        PushServiceRequest(
+            url: "\(host)/3/device/\(token)",
+            headers: notification.apnsHeaders(topic: topic).merging(["content-type": "application/json"]) { $1 },
+            body: try notification.apnsPayload()
+        )
+    }
+
+    public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
+        try await send(try request(for: notification, token: token))
+    }
+}
+
+/// Encodes pushes for Firebase Cloud Messaging (HTTP v1 `messages:send`) and hands each request
+/// to `send`, which adds the OAuth access token and sends it.
+public struct FCMPushTransport: PushTransport {
+    public var projectID: String
+    public var send: @Sendable (PushServiceRequest) async throws -> Void
+
+    public init(projectID: String, send: @escaping @Sendable (PushServiceRequest) async throws -> Void) {
+        self.projectID = projectID
+        self.send = send
+    }
+
+    public func request(for notification: PushNotification, token: String) throws -> PushServiceRequest {
+        PushServiceRequest(
+            url: "https://fcm.googleapis.com/v1/projects/\(projectID)/messages:send",
+            headers: ["content-type": "application/json"],
+            body: try notification.fcmMessage(token: token)
+        )
+    }
+
+    public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
+        try await send(try request(for: notification, token: token))
+    }
+}
+
+/// Wakes the event channels the devices keep open. A wake-up carries nothing: each channel reads
+/// what it has not sent yet from the store, so a channel that reconnects (with `Last-Event-ID`)
+/// misses nothing and a wake-up lost in a race costs nothing.
+final class EventChannelHub: Sendable {
+    private let listeners = Mutex<[String: [UUID: AsyncStream<Void>.Continuation]]>([:])
+
+    /// A stream that yields whenever `profileID` may have something new.
+    func listen(_ profileID: String) -> AsyncStream<Void> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        listeners.withLock { $0[profileID, default: [:]][id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            self?.listeners.withLock { listeners in
+                listeners[profileID]?[id] = nil
+                if listeners[profileID]?.isEmpty == true { listeners[profileID] = nil }
+            }
+        }
+        continuation.yield()
+        return stream
+    }
+
+    func wake(_ profileID: String) {
+        let waiting = listeners.withLock { Array(($0[profileID] ?? [:]).values) }
+        for continuation in waiting { continuation.yield() }
+    }
+
+    var listenerCount: Int { listeners.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+}

@@ -1,0 +1,334 @@
+import Crypto
+import Foundation
+import GatehouseKernel
+import GatehouseProtocol
+import Logging
+
+// Mobile authentication with push: the device's enrolments, its pending list, sealed payloads
+// and answers, the events channel, and the portal API. The rules of approving with an
+// authenticator are the flow machine's: an answer that needs one starts a flow.
+
+extension TokenServer {
+    func mobileAuthConfiguration() throws -> MobileAuthConfiguration {
+        guard let configured = configuration.mobileAuth else {
+            throw ServerError(MobileAuthEnrollmentError(.enrollmentNotAvailable), status: 404)
+        }
+        return configured
+    }
+
+    // MARK: - Enrolment (access token)
+
+    func enrolMobileAuth(_ request: WireRequest) async throws -> WireResponse {
+        let mode = try mobileAuthConfiguration().enrolment
+        let token = try bearerToken(request)
+        let proof = try proof(request, accessToken: token)
+        let body = try decodeBody(MobileAuthEnrolmentRequest.self, request)
+        guard Curve25519.KeyAgreement.PublicKey(wire: body.publicKey) != nil else {
+            throw ServerError.invalidRequest("Invalid field public_key: not an X25519 public key (32 bytes).")
+        }
+        let serverKey = try await store.enrolMobileAuth(
+            token: token,
+            proof: proof,
+            deviceKey: body.publicKey.data,
+            mode: mode
+        )
+        return try json(MobileAuthEnrolmentResponse(serverPublicKey: serverKey))
+    }
+
+    func enrolPush(_ request: WireRequest) async throws -> WireResponse {
+        _ = try mobileAuthConfiguration()
+        let token = try bearerToken(request)
+        let proof = try proof(request, accessToken: token)
+        let body = try decodeBody(PushEnrolmentRequest.self, request)
+        guard (8...512).contains(body.pushToken.utf8.count),
+            body.pushToken.unicodeScalars.allSatisfy({
+                $0.isASCII && $0.properties.isAlphabetic || "0123456789-_:.".unicodeScalars.contains($0)
+            })
+        else {
+            throw ServerError.invalidRequest(
+                "Invalid field push_token: 8 to 512 letters, digits, '-', '_', ':' or '.'."
+            )
+        }
+        try await store.enrolPush(token: token, proof: proof, pushToken: body.pushToken, platform: body.platform)
+        return try json(try await store.enrolmentStatus(token: token, proof: proof))
+    }
+
+    func mobileAuthStatus(_ request: WireRequest) async throws -> WireResponse {
+        let token = try bearerToken(request)
+        let proof = try proof(request, accessToken: token)
+        return try json(try await store.enrolmentStatus(token: token, proof: proof))
+    }
+
+    // MARK: - The device (DPoP with the profile key, no session needed)
+
+    /// The profile named in the query (`?profile=ID`).
+    private func profileParameter(_ request: WireRequest) throws -> String {
+        let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first ?? ""
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == "profile", (1...64).contains(parts[1].utf8.count),
+                parts[1].allSatisfy({ $0.isLetter || $0.isNumber })
+            {
+                return String(parts[1])
+            }
+        }
+        throw ServerError.invalidRequest("Name the profile: ?profile=ID.")
+    }
+
+    func pendingMobileAuth(_ request: WireRequest) async throws -> WireResponse {
+        _ = try mobileAuthConfiguration()
+        let profileID = try profileParameter(request)
+        let proof = try proof(request)
+        let pending = try await store.pending(profileID, proof: proof)
+        return try json(
+            PendingMobileAuthList(
+                requests: pending.map {
+                    PendingMobileAuthItem(
+                        transactionID: $0.1.transactionID,
+                        profileID: profileID,
+                        createdAt: $0.1.createdAt,
+                        timeToLive: $0.1.timeToLive,
+                        message: $0.1.message
+                    )
+                }
+            )
+        )
+    }
+
+    func mobileAuthPayload(_ transactionID: String, _ request: WireRequest) async throws -> WireResponse {
+        _ = try mobileAuthConfiguration()
+        let profileID = try profileParameter(request)
+        let proof = try proof(request)
+        let sealed = try await store.payload(transactionID, profileID: profileID, proof: proof)
+        return WireResponse(
+            status: 200,
+            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: try WireCoding.encode(
+                MobileAuthPayloadResponse(sealed: try WireCoding.decode(SealedBox.self, from: sealed))
+            )
+        )
+    }
+
+    func answerMobileAuth(_ transactionID: String, _ request: WireRequest) async throws -> WireResponse {
+        let mobileAuth = try mobileAuthConfiguration()
+        let profileID = try profileParameter(request)
+        let body = try decodeBody(MobileAuthAnswerRequest.self, request)
+        let proof = try proof(request)
+        let pin = pinAuthenticator.descriptor.id
+        let outcome = try await store.answer(
+            transactionID,
+            profileID: profileID,
+            sealed: body.sealed,
+            proof: proof,
+            plan: { typeName, pinOnly in
+                guard let type = mobileAuth.types.first(where: { $0.name == typeName }) else { return nil }
+                let authenticator = pinOnly ? pin : type.authenticator ?? pin
+                return .mobileAuthentication(with: authenticator, fallback: pin)
+            },
+            flowLifetime: Double(configuration.flowLifetime)
+        )
+        callbacks?.wake()
+        switch outcome {
+        case .ended(let status):
+            return try json(MobileAuthAnswerResponse(status: status))
+        case .flow(let applied):
+            return try respond(applied)
+        }
+    }
+
+    /// `GET /v1/mobile-auth/events?profile=ID`: server-sent events, one per pending request, from
+    /// the one after `Last-Event-ID` on; a comment every 15 seconds keeps proxies from closing it.
+    func mobileAuthEvents(_ request: WireRequest) async throws -> WireResponse {
+        _ = try mobileAuthConfiguration()
+        let profileID = try profileParameter(request)
+        let proof = try proof(request)
+        let lastSeen = request.header("Last-Event-ID").flatMap { Int64($0) } ?? 0
+        // Checks the device now, so a refused channel gets an error instead of an empty stream.
+        _ = try await store.pending(profileID, proof: proof, after: lastSeen)
+        let (stream, continuation) = AsyncStream<Data>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let wakes = hub.listen(profileID)
+        let heartbeat = Task {
+            while !Task.isCancelled {
+                try await Task.sleep(for: .seconds(15))
+                continuation.yield(Data(": keep-alive\n\n".utf8))
+            }
+        }
+        let pump = Task { [store, clock] in
+            var sent = lastSeen
+            continuation.yield(Data("retry: 1000\n\n".utf8))
+            for await _ in wakes {
+                guard
+                    let fresh = try? await store.pending(
+                        profileID,
+                        proof: ServerStore.ProofUse(
+                            keyThumbprint: proof.keyThumbprint,
+                            jti: "",
+                            now: clock.now.timeIntervalSince1970
+                        ),
+                        after: sent
+                    )
+                else { break }
+                for (seq, notification) in fresh.sorted(by: { $0.0 < $1.0 }) {
+                    let data = String(decoding: try WireCoding.encode(notification), as: UTF8.self)
+                    continuation.yield(Data("id: \(seq)\nevent: mobile-auth\ndata: \(data)\n\n".utf8))
+                    sent = max(sent, seq)
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in
+            pump.cancel()
+            heartbeat.cancel()
+        }
+        return WireResponse(
+            status: 200,
+            headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"],
+            body: Data(),
+            stream: stream
+        )
+    }
+
+    // MARK: - Portal API (HTTP Basic, an API client)
+
+    private func apiClient(
+        _ request: WireRequest,
+        _ mobileAuth: MobileAuthConfiguration
+    ) throws -> MobileAuthConfiguration.APIClient {
+        var refusal = ServerError(401, "invalid_client", "Authenticate the API client with HTTP Basic credentials.")
+        refusal.headers["WWW-Authenticate"] = #"Basic realm="gatehouse-portal""#
+        guard let header = request.header("Authorization"), header.utf8.count <= 1024,
+            header.lowercased().hasPrefix("basic "),
+            let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+            let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        else { throw refusal }
+        let id = String(text[..<colon])
+        let secret = String(text[text.index(after: colon)...])
+        // Compare against every client in constant time, so timing tells nothing about ids.
+        var found: MobileAuthConfiguration.APIClient?
+        for client in mobileAuth.apiClients {
+            let idMatches = ConstantTime.equals(client.id, id)
+            let secretMatches = ConstantTime.equals(client.secret, secret)
+            if idMatches && secretMatches { found = client }
+        }
+        guard let found else { throw refusal }
+        return found
+    }
+
+    func startPortalMobileAuth(_ request: WireRequest) async throws -> WireResponse {
+        let mobileAuth = try mobileAuthConfiguration()
+        let client = try apiClient(request, mobileAuth)
+        let body = try decodeBody(PortalMobileAuthRequest.self, request)
+        guard let type = mobileAuth.types.first(where: { $0.name == body.type }) else {
+            throw ServerError(
+                404,
+                "invalid_request",
+                "There is no mobile authentication type \"\(body.type)\".",
+                code: 3005
+            )
+        }
+        guard (1...256).contains(body.userID.utf8.count) else {
+            throw ServerError.invalidRequest("Invalid field user_id: 1 to 256 bytes.")
+        }
+        guard let message = body.message ?? type.defaultMessage, !message.isEmpty else {
+            throw ServerError(
+                400,
+                "invalid_request",
+                "Send a message: the type \"\(type.name)\" has no default.",
+                code: 1003
+            )
+        }
+        guard message.count <= MobileAuthConfiguration.maxMessageLength else {
+            throw ServerError(
+                400,
+                "invalid_request",
+                "The message has \(message.count) characters; a push shows at most \(MobileAuthConfiguration.maxMessageLength).",
+                code: 1005
+            )
+        }
+        if let secure = body.secureMessage, secure.utf8.count > configuration.maxRequestBytes / 2 {
+            throw ServerError.invalidRequest("Invalid field secure_message: too long.")
+        }
+        if type.transactionSigning, (body.signingData ?? "").isEmpty {
+            throw ServerError(
+                400,
+                "invalid_request",
+                "The type \"\(type.name)\" signs transactions: send signing_data.",
+                code: 1003
+            )
+        }
+        if let uri = body.callbackURI {
+            guard uri.utf8.count <= 2048, URL(string: uri) != nil,
+                client.callbackPrefixes.contains(where: { uri.hasPrefix($0) })
+            else {
+                throw ServerError.invalidRequest(
+                    "Invalid field callback_uri: not one of the API client's callback prefixes."
+                )
+            }
+        }
+        let id = Data.random(count: 24).base64URLEncodedString
+        let number = type.numberMatching ? Int.random(in: 10...99) : nil
+        let deliveries = try await store.startTransaction(
+            ServerStore.NewTransaction(
+                id: id,
+                apiClient: client.id,
+                subject: body.userID,
+                type: type,
+                message: message,
+                secureMessage: body.secureMessage,
+                signingData: type.transactionSigning ? body.signingData : nil,
+                callbackURI: body.callbackURI,
+                number: number,
+                pinAuthenticator: pinAuthenticator.descriptor.id,
+                now: now
+            )
+        )
+        let notification = { (profileID: String) in
+            PushNotification(
+                transactionID: id,
+                profileID: profileID,
+                message: message,
+                createdAt: self.now,
+                timeToLive: type.timeToLive
+            )
+        }
+        await push(deliveries, notification)
+        callbacks?.wake()
+        return try json(
+            PortalMobileAuthResponse(
+                transactionID: id,
+                authMethod: type.method,
+                timeToLive: type.timeToLive * 1000,
+                number: number,
+                devices: deliveries.count
+            ),
+            status: 201
+        )
+    }
+
+    /// Sends each device its push; a push that fails is logged (the device still finds the
+    /// request in its pending list).
+    private func push(_ deliveries: [ServerStore.Delivery], _ notification: (String) -> PushNotification) async {
+        for delivery in deliveries {
+            hub.wake(delivery.profileID)
+            guard let token = delivery.pushToken, let platform = delivery.platform, platform != .events,
+                let transport = pushTransports[platform]
+            else { continue }
+            do {
+                try await transport.deliver(notification(delivery.profileID), token: token, platform: platform)
+            } catch {
+                logger.warning(
+                    "Push failed",
+                    metadata: ["platform": "\(platform.rawValue)", "error": "\(String(describing: error))"]
+                )
+            }
+        }
+    }
+
+    func portalTransaction(_ id: String, _ request: WireRequest) async throws -> WireResponse {
+        let client = try apiClient(request, try mobileAuthConfiguration())
+        guard let result = try await store.transactionResult(id, apiClient: client.id, now: now) else {
+            throw ServerError(404, "not_found", "There is no transaction \(id) for this API client.", code: 3004)
+        }
+        return try json(result)
+    }
+}
