@@ -49,6 +49,16 @@ final class ClientStore: Sendable {
                 table.primaryKey(["profile_id", "authenticator"])
             }
         }
+        // A profile's mobile-auth enrolment: its HPKE key (sealed), the server's, its push token.
+        migrator.registerMigration("v3-mobile-auth") { db in
+            try db.create(table: "mobile_auth") { table in
+                table.primaryKey("profile_id", .text).references("profiles", onDelete: .cascade)
+                table.column("sealed_key", .blob).notNull()
+                table.column("server_key", .blob).notNull()
+                table.column("push_token", .text)
+                table.column("platform", .text)
+            }
+        }
         try migrator.migrate(queue)
     }
 
@@ -284,6 +294,69 @@ extension ClientStore {
         try queue.write { db in
             try db.execute(sql: "DELETE FROM device WHERE server = ?", arguments: [server])
             try db.execute(sql: "DELETE FROM profiles WHERE server = ?", arguments: [server])
+        }
+    }
+}
+
+extension ClientStore {
+    /// A profile's mobile-auth enrolment on this device.
+    struct MobileAuthEnrolment: Sendable {
+        var key: Curve25519.KeyAgreement.PrivateKey
+        var serverKey: Curve25519.KeyAgreement.PublicKey
+        var pushToken: String?
+    }
+
+    func saveMobileAuthEnrolment(
+        profile: String,
+        key: Curve25519.KeyAgreement.PrivateKey,
+        serverKey: Curve25519.KeyAgreement.PublicKey
+    ) throws {
+        let sealed = try seal(key.rawRepresentation, context: "mobile-auth|\(profile)")
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO mobile_auth (profile_id, sealed_key, server_key) VALUES (?, ?, ?)
+                    ON CONFLICT(profile_id) DO UPDATE SET sealed_key = excluded.sealed_key,
+                        server_key = excluded.server_key, push_token = NULL, platform = NULL
+                    """,
+                arguments: [profile, sealed, serverKey.rawRepresentation]
+            )
+        }
+    }
+
+    func savePushToken(_ token: String, platform: String, profile: String) throws {
+        try queue.write { db in
+            try db.execute(
+                sql: "UPDATE mobile_auth SET push_token = ?, platform = ? WHERE profile_id = ?",
+                arguments: [token, platform, profile]
+            )
+        }
+    }
+
+    func mobileAuthEnrolment(profile: String) throws -> MobileAuthEnrolment? {
+        guard
+            let row = try queue.read({ db in
+                try Row.fetchOne(db, sql: "SELECT * FROM mobile_auth WHERE profile_id = ?", arguments: [profile])
+            })
+        else { return nil }
+        do {
+            return MobileAuthEnrolment(
+                key: try Curve25519.KeyAgreement.PrivateKey(
+                    rawRepresentation: try open(row["sealed_key"], context: "mobile-auth|\(profile)")
+                ),
+                serverKey: try Curve25519.KeyAgreement.PublicKey(rawRepresentation: row["server_key"] as Data),
+                pushToken: row["push_token"]
+            )
+        } catch let error as GenericError {
+            throw error
+        } catch {
+            throw GenericError(.unrecoverableDataState, message: "The mobile-auth keys of \(profile) are damaged.")
+        }
+    }
+
+    func removeMobileAuthEnrolment(profile: String) throws {
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM mobile_auth WHERE profile_id = ?", arguments: [profile])
         }
     }
 }

@@ -20,10 +20,11 @@ struct ServerCalls: Sendable {
         _ path: String,
         body: (some Encodable & Sendable)? = String?.none,
         key: P256.Signing.PrivateKey? = nil,
-        accessToken: String? = nil
+        accessToken: String? = nil,
+        errors: WireErrors.Context = .flows
     ) async throws -> Response {
         do {
-            return try await exchange(method, path, body: body, key: key, accessToken: accessToken)
+            return try await exchange(method, path, body: body, key: key, accessToken: accessToken, errors: errors)
         } catch let refusal as Refusal {
             throw refusal.error
         }
@@ -35,8 +36,27 @@ struct ServerCalls: Sendable {
         _ path: String,
         body: (some Encodable & Sendable)? = String?.none,
         key: P256.Signing.PrivateKey? = nil,
-        accessToken: String? = nil
+        accessToken: String? = nil,
+        errors: WireErrors.Context = .flows
     ) async throws -> Response {
+        let request = try self.request(method, path, body: body, key: key, accessToken: accessToken)
+        let response = try await transport.send(request)
+        guard (200..<300).contains(response.status) else { throw refusal(response, errors: errors) }
+        do {
+            return try WireCoding.decode(Response.self, from: response.body)
+        } catch {
+            throw GenericError(.requestInvalid, message: "The server's answer to \(path) is malformed.")
+        }
+    }
+
+    /// A request with its JSON body, DPoP proof and access token.
+    func request(
+        _ method: String,
+        _ path: String,
+        body: (some Encodable & Sendable)? = String?.none,
+        key: P256.Signing.PrivateKey? = nil,
+        accessToken: String? = nil
+    ) throws -> WireRequest {
         var headers: [String: String] = ["Accept": "application/json"]
         var data = Data()
         if let body {
@@ -44,26 +64,25 @@ struct ServerCalls: Sendable {
             headers["Content-Type"] = "application/json"
         }
         if let key {
+            // RFC 9449: htu is the URL without its query.
+            let target = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
             headers["DPoP"] = try DPoP.proof(
                 method: method,
-                url: transport.baseURL + path,
+                url: transport.baseURL + target,
                 accessToken: accessToken,
                 key: key,
                 now: clock.now
             )
         }
         if let accessToken { headers["Authorization"] = "DPoP \(accessToken)" }
-        let response = try await transport.send(WireRequest(method: method, path: path, headers: headers, body: data))
-        guard (200..<300).contains(response.status) else {
-            guard let error = try? WireCoding.decode(ErrorBody.self, from: response.body) else {
-                throw Refusal(error: GenericError(.unknown, message: "The server answered HTTP \(response.status)."))
-            }
-            throw Refusal(error: WireErrors.domainError(error, status: response.status), body: error)
+        return WireRequest(method: method, path: path, headers: headers, body: data)
+    }
+
+    /// The refusal an error response stands for.
+    func refusal(_ response: WireResponse, errors: WireErrors.Context) -> Refusal {
+        guard let error = try? WireCoding.decode(ErrorBody.self, from: response.body) else {
+            return Refusal(error: GenericError(.unknown, message: "The server answered HTTP \(response.status)."))
         }
-        do {
-            return try WireCoding.decode(Response.self, from: response.body)
-        } catch {
-            throw GenericError(.requestInvalid, message: "The server's answer to \(path) is malformed.")
-        }
+        return Refusal(error: WireErrors.domainError(error, status: response.status, context: errors), body: error)
     }
 }

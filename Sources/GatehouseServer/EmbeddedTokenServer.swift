@@ -15,7 +15,8 @@ public struct EmbeddedTokenServer: TokenServerTransport {
         manifest: Manifest,
         registry: PluginRegistry,
         environment: PluginEnvironment = PluginEnvironment(),
-        extensions: [any ServerExtension] = []
+        extensions: [any ServerExtension] = [],
+        pushTransports: [PushPlatform: any PushTransport] = [:]
     ) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         server = try TokenServer(
@@ -23,7 +24,8 @@ public struct EmbeddedTokenServer: TokenServerTransport {
             registry: registry,
             databasePath: directory.appendingPathComponent("server.sqlite").path,
             environment: environment,
-            extensions: extensions
+            extensions: extensions,
+            pushTransports: pushTransports
         )
     }
 

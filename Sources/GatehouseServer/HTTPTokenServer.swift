@@ -33,7 +33,7 @@ public enum HTTPTokenServer {
             for field in request.headers { headers[field.name.canonicalName] = field.value }
             let wire = WireRequest(
                 method: request.method.rawValue,
-                path: request.uri.path,
+                path: request.uri.query.map { "\(request.uri.path)?\($0)" } ?? request.uri.path,
                 headers: headers,
                 body: Data(body.readableBytesView)
             )

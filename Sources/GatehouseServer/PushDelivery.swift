@@ -8,33 +8,41 @@ public protocol PushTransport: Sendable {
     func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws
 }
 
-/// Pushes within one process: what an embedded server and its app (or a test) use. Each device
-/// token has a stream of the notifications sent to it, buffered until read.
+/// Pushes within one process: what an embedded server and its app (or a test) use. Each
+/// listener of a device token gets the pushes sent to it from then on; ``delivered(to:)`` keeps
+/// every push sent, for tests and for an app that starts listening late.
 public final class InProcessPushTransport: PushTransport {
-    private let streams = Mutex<[String: (AsyncStream<PushNotification>, AsyncStream<PushNotification>.Continuation)]>(
-        [:]
-    )
+    private struct State {
+        var history: [String: [PushNotification]] = [:]
+        var listeners: [String: [UUID: AsyncStream<PushNotification>.Continuation]] = [:]
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
-    /// The notifications sent to `token`, from the first one on.
+    /// The pushes sent to `token` from now on.
     public func notifications(for token: String) -> AsyncStream<PushNotification> {
-        stream(for: token).0
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<PushNotification>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        state.withLock { $0.listeners[token, default: [:]][id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.listeners[token]?.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Every push sent to `token` so far, oldest first.
+    public func delivered(to token: String) -> [PushNotification] {
+        state.withLock { $0.history[token] ?? [] }
     }
 
     public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
-        stream(for: token).1.yield(notification)
-    }
-
-    private func stream(
-        for token: String
-    ) -> (AsyncStream<PushNotification>, AsyncStream<PushNotification>.Continuation) {
-        streams.withLock { streams in
-            if let existing = streams[token] { return existing }
-            let made = AsyncStream<PushNotification>.makeStream(bufferingPolicy: .bufferingNewest(256))
-            streams[token] = made
-            return made
+        let listeners = state.withLock { state in
+            state.history[token, default: []].append(notification)
+            return Array((state.listeners[token] ?? [:]).values)
         }
+        for listener in listeners { listener.yield(notification) }
     }
 }
 

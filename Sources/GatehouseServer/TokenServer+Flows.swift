@@ -225,20 +225,24 @@ extension TokenServer {
         GenericError(.configurationInvalid, message: "The flow's plugin \"\(id)\" is no longer configured.")
     }
 
+    func flowResponse(_ reply: FlowReply, _ applied: FlowApplied) -> FlowResponse {
+        var response = FlowResponse(flowID: applied.flowID, stage: reply.stage)
+        response.challenge = reply.challenge.map(Base64URLData.init)
+        response.completedStage = reply.completed
+        response.info = reply.info
+        response.failureCounts = reply.failureCounts
+        response.profileID = applied.profileID
+        response.tokens = applied.tokens
+        return response
+    }
+
     /// The wire form of what the machine decided.
     func respond(_ applied: FlowApplied) throws -> WireResponse {
         // A mobile authentication's flow may have ended its transaction: its callback is due.
         if applied.endedTransaction { callbacks?.wake() }
         switch applied.outcome {
         case .reply(let reply):
-            var response = FlowResponse(flowID: applied.flowID, stage: reply.stage)
-            response.challenge = reply.challenge.map(Base64URLData.init)
-            response.completedStage = reply.completed
-            response.info = reply.info
-            response.failureCounts = reply.failureCounts
-            response.profileID = applied.profileID
-            response.tokens = applied.tokens
-            return try json(response)
+            return try json(flowResponse(reply, applied))
         case .refusal(let refusal):
             var error = ServerError(refusal.error, failureCounts: refusal.failureCounts)
             error.body.flowStage = refusal.stage

@@ -132,7 +132,8 @@ extension TokenServer {
         case .ended(let status):
             return try json(MobileAuthAnswerResponse(status: status))
         case .flow(let applied):
-            return try respond(applied)
+            guard case .reply(let reply) = applied.outcome else { return try respond(applied) }
+            return try json(MobileAuthAnswerResponse(status: .pending, flow: flowResponse(reply, applied)))
         }
     }
 

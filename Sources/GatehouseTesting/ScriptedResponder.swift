@@ -10,6 +10,8 @@ public enum ScriptedAnswer: Sendable {
     case customRegistration(CustomRegistrationResponse)
     case customAuthenticatorRegistration(CustomAuthenticatorRegistrationResponse)
     case customAuthenticatorDeregistration(CustomAuthenticatorDeregistrationResponse)
+    /// A mobile authentication's confirmation (accept, with the typed number, or deny).
+    case confirmation(MobileAuthConfirmationResponse)
     /// Cancels whatever challenge comes next.
     case cancel
 }
@@ -24,6 +26,7 @@ public enum RecordedChallenge: Sendable {
     case customRegistration(CustomRegistrationChallenge)
     case customAuthenticatorRegistration(CustomAuthenticatorRegistrationChallenge)
     case customAuthenticatorDeregistration(CustomAuthenticatorDeregistrationChallenge)
+    case confirmation(MobileAuthConfirmationChallenge)
 
     /// The kind, e.g. `"createPin"`, for compact assertions.
     public var kind: String {
@@ -36,6 +39,7 @@ public enum RecordedChallenge: Sendable {
         case .customRegistration: "customRegistration"
         case .customAuthenticatorRegistration: "customAuthenticatorRegistration"
         case .customAuthenticatorDeregistration: "customAuthenticatorDeregistration"
+        case .confirmation: "confirmation"
         }
     }
 
@@ -49,7 +53,7 @@ public enum RecordedChallenge: Sendable {
         case .browserRegistration(let challenge): challenge.error
         case .customRegistration(let challenge): challenge.error
         case .customAuthenticatorRegistration(let challenge): challenge.error
-        case .customAuthenticatorDeregistration: nil
+        case .customAuthenticatorDeregistration, .confirmation: nil
         }
     }
 }
@@ -61,7 +65,7 @@ public enum RecordedChallenge: Sendable {
 /// ``unexpected``, so a test can tell "the flow asked something it should not have" apart from
 /// "the flow failed". Check ``isFinished`` at the end: every answer used, nothing unexpected.
 public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, ChangePinDelegate,
-    AuthenticatorRegistrationDelegate, AuthenticatorDeregistrationDelegate
+    AuthenticatorRegistrationDelegate, AuthenticatorDeregistrationDelegate, MobileAuthRequestDelegate
 {
     private var script: [ScriptedAnswer]
     /// Every challenge received, in order.
@@ -138,6 +142,31 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    // MARK: Mobile authentication
+
+    /// The mobile authentication requests the delegate was told were handled, with their info.
+    public private(set) var handled: [(MobileAuthRequest, CustomInfo?)] = []
+    /// The errors the delegate was told of, with the request when it could be opened.
+    public private(set) var failures: [(MobileAuthRequest?, any Error)] = []
+
+    public func confirmation(_ challenge: MobileAuthConfirmationChallenge) -> MobileAuthConfirmationResponse {
+        switch next(.confirmation(challenge)) {
+        case .confirmation(let response): response
+        default: .deny(.notAccepted)
+        }
+    }
+
+    public func pin(_ challenge: PinChallenge, for request: MobileAuthRequest) -> PinResponse { pin(challenge) }
+    public func biometric(_ challenge: BiometricChallenge, for request: MobileAuthRequest) -> BiometricResponse {
+        biometric(challenge)
+    }
+    public func customAuthenticator(
+        _ challenge: CustomAuthenticatorChallenge,
+        for request: MobileAuthRequest
+    ) -> CustomAuthenticatorResponse { customAuthenticator(challenge) }
+    public func didHandle(_ request: MobileAuthRequest, info: CustomInfo?) { handled.append((request, info)) }
+    public func didFail(_ request: MobileAuthRequest?, error: any Error) { failures.append((request, error)) }
+
     /// Records `challenge` and takes the next answer if it fits; `nil` (cancel) otherwise.
     private func next(_ challenge: RecordedChallenge) -> ScriptedAnswer? {
         received.append(challenge)
@@ -151,7 +180,8 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
                 (.customAuthenticator, .customAuthenticator), (.browserRegistration, .browserRegistration),
                 (.customRegistration, .customRegistration),
                 (.customAuthenticatorRegistration, .customAuthenticatorRegistration),
-                (.customAuthenticatorDeregistration, .customAuthenticatorDeregistration), (.cancel, _):
+                (.customAuthenticatorDeregistration, .customAuthenticatorDeregistration),
+                (.confirmation, .confirmation), (.cancel, _):
                 true
             default:
                 false

@@ -110,10 +110,18 @@ struct Fixture {
     let manifest: Manifest
     let serverLog: RecordingLogger
     let clientLog: RecordingLogger
+    /// Where the server's APNs pushes go in these tests.
+    let pushes: InProcessPushTransport
+
+    static let portalSecret = "portal-secret-0123456789"
 
     var serverDatabase: String { directory.appendingPathComponent("server/server.sqlite").path }
 
-    static func manifestText(maxPinFailures: Int, registrationAuthenticators: [String] = ["pin"]) -> String {
+    static func manifestText(
+        maxPinFailures: Int,
+        registrationAuthenticators: [String] = ["pin"],
+        enrolment: String = "single"
+    ) -> String {
         """
         server:
           clients:
@@ -123,6 +131,17 @@ struct Fixture {
           maxPinFailures: \(maxPinFailures)
           maxRequestBytes: 4096
           registrationAuthenticators: [\(registrationAuthenticators.joined(separator: ", "))]
+          mobileAuth:
+            enrolment: \(enrolment)
+            apiClients:
+              - {id: portal, secret: \(Fixture.portalSecret), callbackPrefixes: ["http://127.0.0.1:"]}
+              - {id: other-portal, secret: other-secret-0123456789}
+            types:
+              - {name: login, method: confirmation, timeToLive: 60, defaultMessage: "Sign in to Example?"}
+              - {name: matched, method: confirmation, numberMatching: true, defaultMessage: "Sign in?"}
+              - {name: payment, method: pin, transactionSigning: true}
+              - {name: face, method: biometric, authenticator: face, defaultMessage: "Approve with your face"}
+              - {name: custom, method: custom, authenticator: scripted, defaultMessage: "Approve"}
         authenticators:
           - id: pin
             type: pin
@@ -203,6 +222,7 @@ func withFixture(
     _ mode: Mode,
     maxPinFailures: Int = 3,
     registrationAuthenticators: [String] = ["pin"],
+    enrolment: String = "single",
     _ body: (Fixture) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-test-\(UUID().uuidString)")
@@ -211,7 +231,8 @@ func withFixture(
         Data(
             Fixture.manifestText(
                 maxPinFailures: maxPinFailures,
-                registrationAuthenticators: registrationAuthenticators
+                registrationAuthenticators: registrationAuthenticators,
+                enrolment: enrolment
             ).utf8
         ),
         format: YAMLManifestFormat(),
@@ -222,11 +243,13 @@ func withFixture(
     let clientLog = RecordingLogger(label: "client", level: .trace)
     let environment = PluginEnvironment(logger: serverLog.logger, services: ["codes": FixedCodeAPI()])
     let script = StatusScript()
+    let pushes = InProcessPushTransport()
     let embedded = try EmbeddedTokenServer(
         directory: directory.appendingPathComponent("server"),
         manifest: manifest,
         registry: try PluginRegistry.testing(script),
-        environment: environment
+        environment: environment,
+        pushTransports: [.apns: pushes]
     )
     switch mode {
     case .embedded:
@@ -237,7 +260,8 @@ func withFixture(
                 transport: RecordingTransport(embedded),
                 manifest: manifest,
                 serverLog: serverLog,
-                clientLog: clientLog
+                clientLog: clientLog,
+                pushes: pushes
             )
         )
     case .http:
@@ -259,7 +283,8 @@ func withFixture(
                         transport: RecordingTransport(HTTPTransport(baseURL: "http://127.0.0.1:\(port)")),
                         manifest: manifest,
                         serverLog: serverLog,
-                        clientLog: clientLog
+                        clientLog: clientLog,
+                        pushes: pushes
                     )
                 )
             } catch {

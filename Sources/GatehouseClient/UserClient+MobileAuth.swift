@@ -1,0 +1,389 @@
+import Crypto
+public import Foundation
+public import GatehouseKernel
+public import GatehouseProtocol
+
+// Mobile authentication with push, the device's side: enrolments, reading pushes, the pending
+// list, the events channel, and answering a request with the method its type asks for.
+
+/// How handling a mobile authentication request ended.
+public enum MobileAuthHandlingResult: Sendable {
+    /// The user approved it and the server accepted the answer; `info`: what a custom
+    /// authenticator reported.
+    case approved(info: CustomInfo?)
+    /// The user denied it and the server recorded the denial.
+    case denied
+    /// It could not be handled (the delegate's `didFail` got the same error).
+    case failed(any Error)
+}
+
+extension UserClient {
+    // MARK: - Enrolment
+
+    /// Enrols the authenticated user's profile for mobile authentication: this device's HPKE key
+    /// for the profile goes to the server, whose key for the answers comes back.
+    public func enrollForMobileAuth() async throws {
+        guard let current = session else { throw MobileAuthEnrollmentError(.userNotAuthenticated) }
+        let key = Curve25519.KeyAgreement.PrivateKey()
+        let response: MobileAuthEnrolmentResponse = try await authorized { token, signingKey in
+            try await self.calls.call(
+                "POST",
+                Endpoint.mobileAuthEnrolment,
+                body: MobileAuthEnrolmentRequest(publicKey: key.publicKey.rawRepresentation),
+                key: signingKey,
+                accessToken: token,
+                errors: .mobileAuthEnrollment
+            )
+        }
+        guard let serverKey = Curve25519.KeyAgreement.PublicKey(wire: response.serverPublicKey) else {
+            throw GenericError(.requestInvalid, message: "The server's mobile-auth key is malformed.")
+        }
+        try store.saveMobileAuthEnrolment(profile: current.profile.id, key: key, serverKey: serverKey)
+    }
+
+    /// Whether `profile` is enrolled for mobile authentication on this device.
+    public func isUserEnrolledForMobileAuth(_ profile: UserProfile) throws -> Bool {
+        try store.mobileAuthEnrolment(profile: profile.id) != nil
+    }
+
+    /// Enrols the authenticated user for push with the token the push service gave the app. Needs
+    /// ``enrollForMobileAuth()`` first. Calling it again with a new token refreshes the token.
+    public func enrollForPushMobileAuth(deviceToken: String, platform: PushPlatform = .apns) async throws {
+        guard let current = session else { throw MobileAuthEnrollmentError(.userNotAuthenticated) }
+        guard try store.mobileAuthEnrolment(profile: current.profile.id) != nil else {
+            throw MobileAuthEnrollmentError(.notEnrolled)
+        }
+        let _: MobileAuthEnrolmentStatus = try await authorized { token, key in
+            try await self.calls.call(
+                "POST",
+                Endpoint.pushEnrolment,
+                body: PushEnrolmentRequest(pushToken: deviceToken, platform: platform),
+                key: key,
+                accessToken: token,
+                errors: .mobileAuthEnrollment
+            )
+        }
+        try store.savePushToken(deviceToken, platform: platform.rawValue, profile: current.profile.id)
+    }
+
+    /// Whether `profile` is enrolled for push on this device.
+    public func isUserEnrolledForPushMobileAuth(_ profile: UserProfile) throws -> Bool {
+        try store.mobileAuthEnrolment(profile: profile.id)?.pushToken != nil
+    }
+
+    // MARK: - Receiving requests
+
+    /// The request a push announces, or nil when the push is not Gatehouse's or names a profile
+    /// this device does not have.
+    public nonisolated func pendingMobileAuthRequest(fromUserInfo userInfo: [String: Any]) -> PendingMobileAuthRequest? {
+        guard let push = PushNotification(userInfo: userInfo),
+            (try? store.profile(push.profileID, server: server)) != nil
+        else { return nil }
+        return PendingMobileAuthRequest(push, userInfo: push.userInfo)
+    }
+
+    /// Every pending request of every enrolled profile on this device, newest first: the fallback
+    /// when pushes are lost.
+    public func pendingPushMobileAuthRequests() async throws -> [PendingMobileAuthRequest] {
+        var all: [PendingMobileAuthRequest] = []
+        for profile in try store.profiles(server: server) where try store.mobileAuthEnrolment(profile: profile.id) != nil {
+            guard let stored = try store.profile(profile.id, server: server) else { continue }
+            let list: PendingMobileAuthList = try await deregisteringOnRefusal(profile) {
+                try await self.calls.call(
+                    "GET",
+                    Endpoint.mobileAuthPending + "?profile=" + profile.id,
+                    key: stored.key,
+                    errors: .mobileAuthRequest
+                )
+            }
+            all += list.requests.map {
+                PendingMobileAuthRequest(
+                    transactionID: $0.transactionID,
+                    profile: profile,
+                    date: Date(timeIntervalSince1970: $0.createdAt),
+                    timeToLive: $0.timeToLive,
+                    message: $0.message
+                )
+            }
+        }
+        return all.sorted { $0.date > $1.date }
+    }
+
+    /// The requests for `profile` as the server announces them on its events channel: first the
+    /// pending ones, then each new one as it is started. The channel reconnects by itself (with
+    /// the last event's id, so nothing is missed or repeated) until the stream is dropped.
+    public nonisolated func mobileAuthRequests(
+        for profile: UserProfile,
+        reconnectDelay: Duration = .seconds(1)
+    ) -> AsyncThrowingStream<PendingMobileAuthRequest, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                var lastEventID: String?
+                var parser = ServerSentEventParser()
+                while !Task.isCancelled {
+                    do {
+                        guard let stored = try store.profile(profile.id, server: server) else {
+                            throw GenericError(.userDeregistered)
+                        }
+                        var request = try calls.request(
+                            "GET",
+                            Endpoint.mobileAuthEvents + "?profile=" + profile.id,
+                            key: stored.key
+                        )
+                        request.headers["Accept"] = "text/event-stream"
+                        if let lastEventID { request.headers["Last-Event-ID"] = lastEventID }
+                        let (head, chunks) = try await configuration.transport.open(request)
+                        guard head.status == 200 else {
+                            throw calls.refusal(head, errors: .mobileAuthRequest).error
+                        }
+                        for try await chunk in chunks {
+                            for event in parser.feed(chunk) where event.name == "mobile-auth" {
+                                guard let push = try? WireCoding.decode(PushNotification.self, from: Data(event.data.utf8))
+                                else { continue }
+                                if let id = event.id { lastEventID = id }
+                                continuation.yield(PendingMobileAuthRequest(push, userInfo: [:]))
+                            }
+                        }
+                    } catch let error as any DomainError where Self.endsChannel(error) {
+                        continuation.finish(throwing: error)
+                        return
+                    } catch {
+                        // A dropped connection: reconnect after a pause.
+                    }
+                    parser = ServerSentEventParser()
+                    try? await Task.sleep(for: reconnectDelay)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Errors after which reconnecting cannot help.
+    private nonisolated static func endsChannel(_ error: any DomainError) -> Bool {
+        let final: Set<String> = [
+            GenericError.Code.userDeregistered.name, GenericError.Code.deviceDeregistered.name,
+            MobileAuthRequestError.Code.userDisenrolled.name, MobileAuthRequestError.Code.notEnrolled.name,
+            GenericError.Code.requestInvalid.name, GenericError.Code.configurationInvalid.name,
+        ]
+        return final.contains(error.codeName)
+    }
+
+    // MARK: - Handling a request
+
+    /// Handles a request: fetches its sealed payload, opens it, asks the delegate with the
+    /// challenge its type needs (confirmation, PIN, biometric or custom authenticator, with PIN
+    /// fallback), and sends the answer sealed for the server, bound to the transaction and its
+    /// nonce. The delegate hears `didHandle` or `didFail`; the result says the same.
+    @discardableResult
+    public func handlePushMobileAuthRequest(
+        _ pending: PendingMobileAuthRequest,
+        delegate: any MobileAuthRequestDelegate
+    ) async -> MobileAuthHandlingResult {
+        var opened: MobileAuthRequest?
+        do {
+            try begin()
+            defer { end() }
+            let (request, payload, keys) = try await openRequest(pending)
+            opened = request
+            let result = try await answer(request, payload: payload, keys: keys, delegate: delegate)
+            switch result {
+            case .approved(let info): await delegate.didHandle(request, info: info)
+            case .denied: await delegate.didHandle(request, info: nil)
+            case .failed: break
+            }
+            return result
+        } catch {
+            await delegate.didFail(opened, error: error)
+            return .failed(error)
+        }
+    }
+
+    private struct RequestKeys {
+        var profileKey: P256.Signing.PrivateKey
+        var enrolment: ClientStore.MobileAuthEnrolment
+    }
+
+    private func openRequest(
+        _ pending: PendingMobileAuthRequest
+    ) async throws -> (MobileAuthRequest, MobileAuthPayload, RequestKeys) {
+        let profile = pending.profile
+        guard let stored = try store.profile(profile.id, server: server) else {
+            throw GenericError(.userDeregistered, message: "The profile \(profile.id) is not on this device.")
+        }
+        guard let enrolment = try store.mobileAuthEnrolment(profile: profile.id) else {
+            throw MobileAuthRequestError(.notEnrolled)
+        }
+        let response: MobileAuthPayloadResponse
+        do {
+            response = try await deregisteringOnRefusal(profile) {
+                try await self.calls.call(
+                    "GET",
+                    Endpoint.mobileAuthTransaction(pending.transactionID, profile: profile.id),
+                    key: stored.key,
+                    errors: .mobileAuthRequest
+                )
+            }
+        } catch let error as MobileAuthRequestError where error.code == .userDisenrolled {
+            try store.removeMobileAuthEnrolment(profile: profile.id)
+            throw error
+        }
+        guard
+            let plaintext = try? response.sealed.open(
+                with: enrolment.key,
+                purpose: .payload,
+                transactionID: pending.transactionID
+            ),
+            let payload = try? WireCoding.decode(MobileAuthPayload.self, from: plaintext),
+            payload.transactionID == pending.transactionID, payload.profileID == profile.id
+        else {
+            throw MobileAuthRequestError(.notHandleable, message: "The request's payload could not be opened here.")
+        }
+        let request = MobileAuthRequest(
+            transactionID: payload.transactionID,
+            profile: profile,
+            type: payload.type,
+            method: payload.method,
+            message: payload.message,
+            secureMessage: payload.secureMessage,
+            signingData: payload.signingData,
+            numberMatching: payload.numberMatching,
+            userInfo: pending.userInfo
+        )
+        return (request, payload, RequestKeys(profileKey: stored.key, enrolment: enrolment))
+    }
+
+    private func answer(
+        _ request: MobileAuthRequest,
+        payload: MobileAuthPayload,
+        keys: RequestKeys,
+        delegate: any MobileAuthRequestDelegate
+    ) async throws -> MobileAuthHandlingResult {
+        var number: Int?
+        // Confirmation asks the user directly; with number matching, the other methods ask for
+        // the number (or a denial) before their authenticator's challenge.
+        if request.method == .confirmation || request.numberMatching {
+            switch await delegate.confirmation(MobileAuthConfirmationChallenge(request: request)) {
+            case .deny(let reason):
+                return try await send(.deny, reason: reason, number: nil, request, payload, keys, delegate)
+            case .accept(let typed):
+                number = typed
+            }
+        }
+        return try await send(.accept, reason: nil, number: number, request, payload, keys, delegate)
+    }
+
+    private func send(
+        _ decision: MobileAuthAnswer.Decision,
+        reason: MobileAuthDenialReason?,
+        number: Int?,
+        _ request: MobileAuthRequest,
+        _ payload: MobileAuthPayload,
+        _ keys: RequestKeys,
+        _ delegate: any MobileAuthRequestDelegate
+    ) async throws -> MobileAuthHandlingResult {
+        var answer = MobileAuthAnswer(
+            transactionID: request.transactionID,
+            nonce: payload.nonce.data,
+            decision: decision,
+            reason: reason,
+            number: number
+        )
+        if let signingData = request.signingData {
+            let content = MobileAuthAnswer.signedContent(
+                transactionID: request.transactionID,
+                signingData: signingData,
+                decision: decision
+            )
+            answer.signature = Base64URLData(try keys.profileKey.signature(for: content).rawRepresentation)
+            answer.publicKey = PublicJWK(keys.profileKey.publicKey)
+        }
+        let sealed = try SealedBox.seal(
+            try WireCoding.encode(answer),
+            for: keys.enrolment.serverKey,
+            purpose: .answer,
+            transactionID: request.transactionID
+        )
+        let response: MobileAuthAnswerResponse = try await deregisteringOnRefusal(request.profile) {
+            try await self.calls.call(
+                "POST",
+                Endpoint.mobileAuthAnswer(request.transactionID, profile: request.profile.id),
+                body: MobileAuthAnswerRequest(sealed: sealed),
+                key: keys.profileKey,
+                errors: .mobileAuthRequest
+            )
+        }
+        guard let flow = response.flow else {
+            switch response.status {
+            case .approved: return .approved(info: nil)
+            case .denied where decision == .deny: return .denied
+            case .denied:
+                throw MobileAuthRequestError(.alreadyHandled, message: "The server refused the answer (wrong number?).")
+            case .pending, .expired: throw MobileAuthRequestError(.notFound, message: "The request is no longer open.")
+            }
+        }
+        // The method needs an authenticator: run the flow the server started for it.
+        let outcome = try await deregisteringOnRefusal(request.profile) {
+            try await self.runner(
+                key: keys.profileKey,
+                responder: ChallengeResponders.mobileAuthentication(delegate, request: request)
+            )
+            .run(flow, profile: request.profile)
+        }
+        try store.save(outcome.changes, profile: request.profile.id, server: server)
+        return .approved(info: outcome.info ?? outcome.final.info)
+    }
+}
+
+extension PendingMobileAuthRequest {
+    init(_ push: PushNotification, userInfo: [String: String]) {
+        self.init(
+            transactionID: push.transactionID,
+            profile: UserProfile(id: push.profileID),
+            date: Date(timeIntervalSince1970: push.createdAt),
+            timeToLive: push.timeToLive,
+            message: push.message,
+            userInfo: userInfo
+        )
+    }
+}
+
+/// Reads server-sent events (the WHATWG format) from chunks that may split lines anywhere.
+struct ServerSentEventParser {
+    struct Event: Equatable {
+        var id: String?
+        var name: String
+        var data: String
+    }
+
+    private var buffer = Data()
+    private var id: String?
+    private var name = "message"
+    private var data: [String] = []
+
+    mutating func feed(_ chunk: Data) -> [Event] {
+        buffer.append(chunk)
+        var events: [Event] = []
+        while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+            var line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+            buffer.removeSubrange(buffer.startIndex...newline)
+            if line.hasSuffix("\r") { line.removeLast() }
+            if line.isEmpty {
+                if !data.isEmpty { events.append(Event(id: id, name: name, data: data.joined(separator: "\n"))) }
+                (name, data) = ("message", [])
+                continue
+            }
+            if line.hasPrefix(":") { continue }
+            let field = line.prefix { $0 != ":" }
+            var value = line.dropFirst(field.count).dropFirst()
+            if value.hasPrefix(" ") { value = value.dropFirst() }
+            switch field {
+            case "id": id = String(value)
+            case "event": name = String(value)
+            case "data": data.append(String(value))
+            default: break
+            }
+        }
+        return events
+    }
+}
