@@ -75,7 +75,8 @@ extension UserClient {
 
     /// The request a push announces, or nil when the push is not Gatehouse's or names a profile
     /// this device does not have.
-    public nonisolated func pendingMobileAuthRequest(fromUserInfo userInfo: [String: Any]) -> PendingMobileAuthRequest? {
+    public nonisolated func pendingMobileAuthRequest(fromUserInfo userInfo: [String: Any]) -> PendingMobileAuthRequest?
+    {
         guard let push = PushNotification(userInfo: userInfo),
             (try? store.profile(push.profileID, server: server)) != nil
         else { return nil }
@@ -86,7 +87,8 @@ extension UserClient {
     /// when pushes are lost.
     public func pendingPushMobileAuthRequests() async throws -> [PendingMobileAuthRequest] {
         var all: [PendingMobileAuthRequest] = []
-        for profile in try store.profiles(server: server) where try store.mobileAuthEnrolment(profile: profile.id) != nil {
+        for profile in try store.profiles(server: server)
+        where try store.mobileAuthEnrolment(profile: profile.id) != nil {
             guard let stored = try store.profile(profile.id, server: server) else { continue }
             let list: PendingMobileAuthList = try await deregisteringOnRefusal(profile) {
                 try await self.calls.call(
@@ -138,7 +140,11 @@ extension UserClient {
                         }
                         for try await chunk in chunks {
                             for event in parser.feed(chunk) where event.name == "mobile-auth" {
-                                guard let push = try? WireCoding.decode(PushNotification.self, from: Data(event.data.utf8))
+                                guard
+                                    let push = try? WireCoding.decode(
+                                        PushNotification.self,
+                                        from: Data(event.data.utf8)
+                                    )
                                 else { continue }
                                 if let id = event.id { lastEventID = id }
                                 continuation.yield(PendingMobileAuthRequest(push, userInfo: [:]))

@@ -195,8 +195,13 @@ extension TokenServer {
         _ request: WireRequest,
         _ mobileAuth: MobileAuthConfiguration
     ) throws -> MobileAuthConfiguration.APIClient {
-        var refusal = ServerError(401, "invalid_client", "Authenticate the API client with HTTP Basic credentials.")
-        refusal.headers["WWW-Authenticate"] = #"Basic realm="gatehouse-portal""#
+        // No `WWW-Authenticate: Basic` challenge: URLSession on Linux waits forever on one it has
+        // no credential for (swift-corelibs-foundation#5456); the OAuth error body says what to do.
+        let refusal = ServerError(
+            401,
+            "invalid_client",
+            "Authenticate the API client with HTTP Basic credentials (Authorization: Basic base64(id:secret))."
+        )
         guard let header = request.header("Authorization"), header.utf8.count <= 1024,
             header.lowercased().hasPrefix("basic "),
             let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),

@@ -57,6 +57,39 @@ final class RecordingTransport: TokenServerTransport {
     }
 
     var recorded: [(WireRequest, WireResponse)] { exchanges.withLock { $0 } }
+
+    private let relays = Mutex<[UUID: Task<Void, Never>]>([:])
+
+    /// Streams pass through a relay the test can cut (``dropStreams()``), as a network would.
+    func open(_ request: WireRequest) async throws -> (WireResponse, AsyncThrowingStream<Data, any Error>) {
+        if offline.withLock({ $0 }) { throw GenericError(.serverNotReachable) }
+        let (head, chunks) = try await inner.open(request)
+        let (relay, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        let id = UUID()
+        let task = Task {
+            do {
+                for try await chunk in chunks { continuation.yield(chunk) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        relays.withLock { $0[id] = task }
+        continuation.onTermination = { [weak self] _ in
+            task.cancel()
+            self?.relays.withLock { _ = $0.removeValue(forKey: id) }
+        }
+        return (head, relay)
+    }
+
+    /// Cuts every open stream, as a dropped connection does.
+    func dropStreams() {
+        let open = relays.withLock { relays in
+            defer { relays = [:] }
+            return Array(relays.values)
+        }
+        for task in open { task.cancel() }
+    }
 }
 
 /// A token server (embedded or over HTTP) with its state in a temporary directory.

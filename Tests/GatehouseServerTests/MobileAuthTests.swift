@@ -32,9 +32,15 @@ struct MobileAuthTests {
             #expect(push.profileID == profile.id)
             #expect(push.message == "Sign in to Example?")
             let apns = try #require(try JSONSerialization.jsonObject(with: push.apnsPayload()) as? [String: Any])
-            #expect(Set(apns.keys) == ["aps", "gh_transaction_id", "gh_profile_id", "gh_message", "gh_created_at", "gh_time_to_live"])
+            #expect(
+                Set(apns.keys) == [
+                    "aps", "gh_transaction_id", "gh_profile_id", "gh_message", "gh_created_at", "gh_time_to_live",
+                ]
+            )
             #expect(!String(decoding: try push.apnsPayload(), as: UTF8.self).contains("Firefox"))
-            #expect(client.pendingMobileAuthRequest(fromUserInfo: ["aps": ["alert": "Your parcel is on its way"]]) == nil)
+            #expect(
+                client.pendingMobileAuthRequest(fromUserInfo: ["aps": ["alert": "Your parcel is on its way"]]) == nil
+            )
 
             let request = try pending(client, from: push)
             #expect(request.profile == profile)
@@ -42,7 +48,10 @@ struct MobileAuthTests {
             #expect(request.timeToLive == 60)
             let accept = ScriptedResponder([.confirmation(.accept)])
             let result = await client.handlePushMobileAuthRequest(request, delegate: accept)
-            guard case .approved = result else { Issue.record("not approved: \(result)"); return }
+            guard case .approved = result else {
+                Issue.record("not approved: \(result)")
+                return
+            }
             let handled = try #require(await accept.handled.first?.0)
             #expect(handled.secureMessage == "Sign in from Firefox on Linux, Utrecht")
             #expect(handled.type == "login")
@@ -55,8 +64,15 @@ struct MobileAuthTests {
 
             // Answered once: handling it again says so, and the portal's verdict stands.
             let again = ScriptedResponder([.confirmation(.deny(.notAccepted))])
-            guard case .failed(let error as MobileAuthRequestError) = await client.handlePushMobileAuthRequest(request, delegate: again)
-            else { Issue.record("a second answer was not refused"); return }
+            guard
+                case .failed(let error as MobileAuthRequestError) = await client.handlePushMobileAuthRequest(
+                    request,
+                    delegate: again
+                )
+            else {
+                Issue.record("a second answer was not refused")
+                return
+            }
             #expect(error.code == .alreadyHandled)
             #expect(await again.receivedKinds.isEmpty)
             #expect(try await portal.result(started.transactionID).status == .approved)
@@ -64,8 +80,15 @@ struct MobileAuthTests {
             // A denial, with its reason, reaches the portal.
             let second = try await portal.started("login")
             let deny = ScriptedResponder([.confirmation(.deny(.notRecognised))])
-            guard case .denied = await client.handlePushMobileAuthRequest(try pending(client, from: lastPush(fixture)), delegate: deny)
-            else { Issue.record("not denied"); return }
+            guard
+                case .denied = await client.handlePushMobileAuthRequest(
+                    try pending(client, from: lastPush(fixture)),
+                    delegate: deny
+                )
+            else {
+                Issue.record("not denied")
+                return
+            }
             let denied = try await portal.result(second.transactionID)
             #expect(denied.status == .denied)
             #expect(!denied.isAuthenticated)
@@ -93,7 +116,10 @@ struct MobileAuthTests {
                 return
             }
             let challenge = try #require(await typed.received.first)
-            guard case .confirmation(let asked) = challenge else { Issue.record("no confirmation"); return }
+            guard case .confirmation(let asked) = challenge else {
+                Issue.record("no confirmation")
+                return
+            }
             #expect(asked.request.numberMatching)
             #expect(try await portal.result(right.transactionID).status == .approved)
 
@@ -104,7 +130,10 @@ struct MobileAuthTests {
                 try pending(client, from: lastPush(fixture)),
                 delegate: ScriptedResponder([.confirmation(.accept(number: guess))])
             )
-            guard case .failed = result else { Issue.record("a wrong number was accepted: \(result)"); return }
+            guard case .failed = result else {
+                Issue.record("a wrong number was accepted: \(result)")
+                return
+            }
             let refused = try await portal.result(wrong.transactionID)
             #expect(refused.status == .denied)
             #expect(refused.reason == "invalid_answer")
@@ -115,7 +144,10 @@ struct MobileAuthTests {
                 try pending(client, from: lastPush(fixture)),
                 delegate: ScriptedResponder([.confirmation(.accept(number: nil))])
             )
-            guard case .failed = noNumber else { Issue.record("an answer without the number was accepted"); return }
+            guard case .failed = noNumber else {
+                Issue.record("an answer without the number was accepted")
+                return
+            }
             #expect(try await portal.result(skipped.transactionID).status == .denied)
         }
     }
@@ -139,7 +171,10 @@ struct MobileAuthTests {
                 try pending(client, from: lastPush(fixture)),
                 delegate: delegate
             )
-            guard case .approved = result else { Issue.record("not approved: \(result)"); return }
+            guard case .approved = result else {
+                Issue.record("not approved: \(result)")
+                return
+            }
             let kinds = await delegate.receivedKinds
             #expect(kinds == ["pin", "pin"])
             #expect(await delegate.received.last?.error?.codeName == "invalidPin")
@@ -158,7 +193,10 @@ struct MobileAuthTests {
                 try pending(client, from: lastPush(fixture)),
                 delegate: ScriptedResponder([.cancel])
             )
-            guard case .failed(let error as GenericError) = cancel else { Issue.record("not cancelled"); return }
+            guard case .failed(let error as GenericError) = cancel else {
+                Issue.record("not cancelled")
+                return
+            }
             #expect(error.code == .actionCancelled)
             #expect(try await portal.result(cancelled.transactionID).status == .denied)
             #expect(try await portal.result(cancelled.transactionID).reason == "not_accepted")
@@ -171,7 +209,10 @@ struct MobileAuthTests {
                 try pending(client, from: lastPush(fixture)),
                 delegate: wrong
             )
-            guard case .failed(let deregistered as GenericError) = outcome else { Issue.record("not refused"); return }
+            guard case .failed(let deregistered as GenericError) = outcome else {
+                Issue.record("not refused")
+                return
+            }
             #expect(deregistered.code == .userDeregistered)
             #expect(try fixture.count("profiles") == 0)
             #expect(try await client.userProfiles().isEmpty)
@@ -194,24 +235,45 @@ struct MobileAuthTests {
             // Without a registered biometric authenticator, the PIN approves a biometric type.
             let withoutFace = try await portal.started("face")
             let pinOnly = ScriptedResponder([.pin("258147")])
-            guard case .approved = await client.handlePushMobileAuthRequest(try pending(client, from: lastPush(fixture)), delegate: pinOnly)
-            else { Issue.record("the PIN did not approve"); return }
+            guard
+                case .approved = await client.handlePushMobileAuthRequest(
+                    try pending(client, from: lastPush(fixture)),
+                    delegate: pinOnly
+                )
+            else {
+                Issue.record("the PIN did not approve")
+                return
+            }
             #expect(await pinOnly.receivedKinds == ["pin"])
             #expect(try await portal.result(withoutFace.transactionID).authenticationMethod == "pin")
 
             _ = try await client.registerAuthenticator("face", delegate: ScriptedResponder([.pin("258147")]))
             let face = try await portal.started("face")
             let scan = ScriptedResponder([.biometric(.prompt("Approve the sign-in"))])
-            guard case .approved = await client.handlePushMobileAuthRequest(try pending(client, from: lastPush(fixture)), delegate: scan)
-            else { Issue.record("the scan did not approve"); return }
+            guard
+                case .approved = await client.handlePushMobileAuthRequest(
+                    try pending(client, from: lastPush(fixture)),
+                    delegate: scan
+                )
+            else {
+                Issue.record("the scan did not approve")
+                return
+            }
             #expect(await fixture.sensor.prompts.last == "Approve the sign-in")
             #expect(try await portal.result(face.transactionID).authenticationMethod == "face")
 
             // The user prefers the PIN.
             let fallback = try await portal.started("face")
             let choosePin = ScriptedResponder([.biometric(.fallbackToPin), .pin("258147")])
-            guard case .approved = await client.handlePushMobileAuthRequest(try pending(client, from: lastPush(fixture)), delegate: choosePin)
-            else { Issue.record("the fallback did not approve"); return }
+            guard
+                case .approved = await client.handlePushMobileAuthRequest(
+                    try pending(client, from: lastPush(fixture)),
+                    delegate: choosePin
+                )
+            else {
+                Issue.record("the fallback did not approve")
+                return
+            }
             #expect(await choosePin.receivedKinds == ["biometric", "pin"])
             #expect(try await portal.result(fallback.transactionID).status == .approved)
 
@@ -220,8 +282,14 @@ struct MobileAuthTests {
             let custom = try await portal.started("custom")
             fixture.script.answer(2000)
             let data = ScriptedResponder([.customAuthenticator(.data("signed-by-token"))])
-            let result = await client.handlePushMobileAuthRequest(try pending(client, from: lastPush(fixture)), delegate: data)
-            guard case .approved(let info) = result else { Issue.record("custom did not approve: \(result)"); return }
+            let result = await client.handlePushMobileAuthRequest(
+                try pending(client, from: lastPush(fixture)),
+                delegate: data
+            )
+            guard case .approved(let info) = result else {
+                Issue.record("custom did not approve: \(result)")
+                return
+            }
             #expect(info?.status == 2000)
             #expect(info?.data == "status 2000")
             #expect(await data.handled.first?.1?.status == 2000)

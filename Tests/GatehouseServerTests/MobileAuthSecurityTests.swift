@@ -1,0 +1,207 @@
+import Crypto
+import Foundation
+import GRDB
+import GatehouseClient
+import GatehouseKernel
+import GatehouseProtocol
+import GatehouseServer
+import GatehouseTesting
+import Testing
+
+@Suite("Mobile authentication under attack", .serialized)
+struct MobileAuthSecurityTests {
+    @Test(
+        "a replayed answer, an answer for another transaction and a foreign device are refused; nothing changes",
+        arguments: Mode.allCases
+    )
+    func replayAndForeignDevice(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture)
+            let portal = Portal(fixture: fixture)
+            let first = try await portal.started("login")
+            let firstRequest = try pending(client, from: lastPush(fixture))
+            let second = try await portal.started("matched")
+            // Denying the first records its answer on the wire.
+            _ = await client.handlePushMobileAuthRequest(
+                firstRequest,
+                delegate: ScriptedResponder([.confirmation(.deny(.notAccepted))])
+            )
+            let answer = try #require(fixture.transport.recorded.last { $0.0.path.contains("/answer") }?.0)
+
+            // The same bytes again: the request is answered already (and its proof spent).
+            #expect(try await fixture.transport.send(answer).status == 409)
+            var fresh = answer
+            fresh.headers["dpop"] = try await client.dpopProof(
+                method: "POST",
+                url: fixture.transport.baseURL + Endpoint.mobileAuthTransactionPrefix + first.transactionID + "/answer"
+            )
+            let replayed = try await fixture.transport.send(fresh)
+            #expect(replayed.status == 409)
+            #expect(try WireCoding.decode(ErrorBody.self, from: replayed.body).gatehouseCode == 9029)
+
+            // The first answer's sealed box sent for the second transaction: bound to the first.
+            let before = try fixture.snapshotMobileAuth()
+            var moved = WireRequest(
+                method: "POST",
+                path: Endpoint.mobileAuthAnswer(second.transactionID, profile: profile.id),
+                headers: ["Content-Type": "application/json"],
+                body: answer.body
+            )
+            moved.headers["dpop"] = try await client.dpopProof(
+                method: "POST",
+                url: fixture.transport.baseURL + Endpoint.mobileAuthTransactionPrefix + second.transactionID + "/answer"
+            )
+            let crossed = try await fixture.transport.send(moved)
+            #expect(crossed.status == 400, "\(String(decoding: crossed.body, as: UTF8.self))")
+            #expect(try fixture.snapshotMobileAuth() == before)
+            #expect(try await portal.result(second.transactionID).status == .pending)
+
+            // Another device (its own key) asks for this profile's payload, pending list, channel.
+            let stranger = P256.Signing.PrivateKey()
+            for (method, path, target) in [
+                (
+                    "GET", Endpoint.mobileAuthTransaction(second.transactionID, profile: profile.id),
+                    Endpoint.mobileAuthTransactionPrefix + second.transactionID
+                ),
+                ("GET", Endpoint.mobileAuthPending + "?profile=" + profile.id, Endpoint.mobileAuthPending),
+            ] {
+                let proof = try DPoP.proof(
+                    method: method,
+                    url: fixture.transport.baseURL + target,
+                    accessToken: nil,
+                    key: stranger,
+                    now: Date()
+                )
+                let response = try await fixture.send(method, path, headers: ["DPoP": proof])
+                #expect(response.status == 401, "\(path)")
+                #expect(!String(decoding: response.body, as: UTF8.self).contains("sealed"))
+            }
+            #expect(try fixture.snapshotMobileAuth() == before)
+        }
+    }
+
+    @Test("eight answers at once to one transaction: exactly one is taken", arguments: Mode.allCases)
+    func concurrentAnswers(mode: Mode) async throws {
+        try await withFixture(mode, enrolment: "multiple") { fixture in
+            var devices: [(UserClient, UserProfile)] = []
+            for index in 0..<4 {
+                devices.append(
+                    try await enrolledDevice(fixture, name: "device-\(index)", token: "apns-token-000\(index)")
+                )
+            }
+            let portal = Portal(fixture: fixture)
+            let started = try await portal.started("login")
+            #expect(started.devices == 4)
+            // Each device answers twice at once (its two taps), all eight together.
+            let results = await withTaskGroup(of: MobileAuthHandlingResult.self) { group in
+                for (index, (client, _)) in devices.enumerated() {
+                    let request = try? pending(client, from: lastPush(fixture, token: "apns-token-000\(index)"))
+                    for _ in 0..<2 {
+                        group.addTask {
+                            guard let request else { return .failed(GenericError(.requestInvalid)) }
+                            return await client.handlePushMobileAuthRequest(
+                                request,
+                                delegate: ScriptedResponder([.confirmation(.accept)])
+                            )
+                        }
+                    }
+                }
+                var all: [MobileAuthHandlingResult] = []
+                for await result in group { all.append(result) }
+                return all
+            }
+            let approved = results.filter { if case .approved = $0 { true } else { false } }
+            #expect(approved.count == 1)
+            #expect(results.count == 8)
+            let row = try #require(try transactionRow(fixture, started.transactionID))
+            #expect(row["status"] as String == "approved")
+        }
+    }
+
+    @Test("an expired request is refused, and the portal sees it expired", arguments: [Mode.embedded])
+    func expiry(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let (client, _) = try await enrolledDevice(fixture)
+            let portal = Portal(fixture: fixture)
+            let started = try await portal.started("login")
+            let request = try pending(client, from: lastPush(fixture))
+            // Age the transaction in the database rather than wait a minute.
+            try await DatabaseQueue(path: fixture.serverDatabase).write { db in
+                try db.execute(
+                    sql: "UPDATE mobile_transactions SET expires_at = ? WHERE id = ?",
+                    arguments: [Date().timeIntervalSince1970 - 1, started.transactionID]
+                )
+            }
+            guard
+                case .failed(let error as MobileAuthRequestError) = await client.handlePushMobileAuthRequest(
+                    request,
+                    delegate: ScriptedResponder([.confirmation(.accept)])
+                )
+            else {
+                Issue.record("an expired request was handled")
+                return
+            }
+            #expect(error.code == .notFound)
+            #expect(try await portal.result(started.transactionID).status == .expired)
+            #expect(try await client.pendingPushMobileAuthRequests().isEmpty)
+        }
+    }
+
+    @Test("the secure message's bytes appear in no push, no log line and no database file", arguments: Mode.allCases)
+    func secureMessageSealed(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let (client, _) = try await enrolledDevice(fixture)
+            let secret = "Transfer 4711.93 EUR to NL20INGB0001234567 ref Q7X-SECRET"
+            let signing = "sign-this-9f8e7d6c5b4a"
+            _ = try await Portal(fixture: fixture).started(
+                "payment",
+                message: "Approve a payment",
+                secureMessage: secret,
+                signingData: signing
+            )
+            let delegate = ScriptedResponder([.pin("258147")])
+            guard
+                case .approved = await client.handlePushMobileAuthRequest(
+                    try pending(client, from: lastPush(fixture)),
+                    delegate: delegate
+                )
+            else {
+                Issue.record("not approved")
+                return
+            }
+            #expect(await delegate.handled.first?.0.secureMessage == secret)
+
+            for push in fixture.pushes.delivered(to: "apns-token-0001") {
+                #expect(!String(decoding: try push.apnsPayload(), as: UTF8.self).contains("NL20INGB"))
+                #expect(!String(decoding: try push.fcmMessage(token: "t"), as: UTF8.self).contains("NL20INGB"))
+            }
+            #expect(!fixture.serverLog.lines.joined(separator: "\n").contains("NL20INGB"))
+            #expect(!fixture.clientLog.lines.joined(separator: "\n").contains("NL20INGB"))
+            let directory = fixture.directory.appendingPathComponent("server")
+            for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+                let bytes = try Data(contentsOf: directory.appendingPathComponent(file))
+                #expect(bytes.range(of: Data("NL20INGB".utf8)) == nil, "\(file)")
+                #expect(bytes.range(of: Data(signing.utf8)) == nil, "\(file)")
+            }
+            // Over HTTP, no response but the sealed payload carried it, and that one sealed.
+            for (_, response) in fixture.transport.recorded {
+                #expect(response.body.range(of: Data("NL20INGB".utf8)) == nil)
+            }
+        }
+    }
+}
+
+extension Fixture {
+    /// The mobile-auth tables, to compare before and after a refused request.
+    func snapshotMobileAuth() throws -> String {
+        try DatabaseQueue(path: serverDatabase).read { db in
+            var text = ""
+            for table in ["mobile_enrolments", "mobile_transactions", "mobile_deliveries", "flows", "profiles"] {
+                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid") {
+                    text += "\(table): \(row)\n"
+                }
+            }
+            return text
+        }
+    }
+}
