@@ -132,8 +132,8 @@ extension UserClient {
                             Endpoint.mobileAuthEvents + "?profile=" + profile.id,
                             key: stored.key
                         )
-                        request.headers["Accept"] = "text/event-stream"
-                        if let lastEventID { request.headers["Last-Event-ID"] = lastEventID }
+                        request.setHeader("Accept", "text/event-stream")
+                        request.setHeader("Last-Event-ID", lastEventID)
                         let (head, chunks) = try await configuration.transport.open(request)
                         guard head.status == 200 else {
                             throw calls.refusal(head, errors: .mobileAuthRequest).error

@@ -346,6 +346,9 @@ public struct WireRequest: Sendable {
     }
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// Sets a header; names are kept lowercased, as `header(_:)` looks them up.
+    public mutating func setHeader(_ name: String, _ value: String?) { headers[name.lowercased()] = value }
 }
 
 /// A response as the server core produces it.

@@ -4,6 +4,7 @@ import HTTPTypes
 public import Hummingbird
 public import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// The token server over HTTP (Hummingbird 2): every request goes to ``TokenServer/handle(_:)``,
 /// so HTTP and in-process callers get the same answers.
@@ -69,7 +70,18 @@ public enum HTTPTokenServer {
             status: HTTPResponse.Status(code: wire.status),
             headers: fields,
             body: ResponseBody { writer in
-                for await chunk in stream { try await writer.write(ByteBuffer(bytes: chunk)) }
+                // A graceful shutdown ends open streams, so it need not wait for their clients.
+                let (relay, continuation) = AsyncStream<Data>.makeStream()
+                let pump = Task {
+                    for await chunk in stream { continuation.yield(chunk) }
+                    continuation.finish()
+                }
+                defer { pump.cancel() }
+                try await withGracefulShutdownHandler {
+                    for await chunk in relay { try await writer.write(ByteBuffer(bytes: chunk)) }
+                } onGracefulShutdown: {
+                    continuation.finish()
+                }
                 try await writer.finish(nil)
             }
         )

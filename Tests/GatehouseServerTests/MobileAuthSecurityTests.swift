@@ -31,9 +31,13 @@ struct MobileAuthSecurityTests {
             // The same bytes again: the request is answered already (and its proof spent).
             #expect(try await fixture.transport.send(answer).status == 409)
             var fresh = answer
-            fresh.headers["dpop"] = try await client.dpopProof(
-                method: "POST",
-                url: fixture.transport.baseURL + Endpoint.mobileAuthTransactionPrefix + first.transactionID + "/answer"
+            fresh.setHeader(
+                "DPoP",
+                try await client.dpopProof(
+                    method: "POST",
+                    url: fixture.transport.baseURL + Endpoint.mobileAuthTransactionPrefix + first.transactionID
+                        + "/answer"
+                )
             )
             let replayed = try await fixture.transport.send(fresh)
             #expect(replayed.status == 409)
@@ -47,9 +51,13 @@ struct MobileAuthSecurityTests {
                 headers: ["Content-Type": "application/json"],
                 body: answer.body
             )
-            moved.headers["dpop"] = try await client.dpopProof(
-                method: "POST",
-                url: fixture.transport.baseURL + Endpoint.mobileAuthTransactionPrefix + second.transactionID + "/answer"
+            moved.setHeader(
+                "DPoP",
+                try await client.dpopProof(
+                    method: "POST",
+                    url: fixture.transport.baseURL + Endpoint.mobileAuthTransactionPrefix + second.transactionID
+                        + "/answer"
+                )
             )
             let crossed = try await fixture.transport.send(moved)
             #expect(crossed.status == 400, "\(String(decoding: crossed.body, as: UTF8.self))")
