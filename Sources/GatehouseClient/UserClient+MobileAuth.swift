@@ -49,6 +49,16 @@ extension UserClient {
     /// Enrols the authenticated user for push with the token the push service gave the app. Needs
     /// ``enrollForMobileAuth()`` first. Calling it again with a new token refreshes the token.
     public func enrollForPushMobileAuth(deviceToken: String, platform: PushPlatform = .apns) async throws {
+        try await sendPushToken(deviceToken, platform: platform, to: Endpoint.pushEnrolment)
+    }
+
+    /// Replaces the push token (the push service issued a new one, e.g. FCM's `onNewToken`). The
+    /// profile must be enrolled for push.
+    public func refreshPushToken(_ deviceToken: String, platform: PushPlatform = .apns) async throws {
+        try await sendPushToken(deviceToken, platform: platform, to: Endpoint.pushToken)
+    }
+
+    private func sendPushToken(_ deviceToken: String, platform: PushPlatform, to endpoint: String) async throws {
         guard let current = session else { throw MobileAuthEnrollmentError(.userNotAuthenticated) }
         guard try store.mobileAuthEnrolment(profile: current.profile.id) != nil else {
             throw MobileAuthEnrollmentError(.notEnrolled)
@@ -56,7 +66,7 @@ extension UserClient {
         let _: MobileAuthEnrolmentStatus = try await authorized { token, key in
             try await self.calls.call(
                 "POST",
-                Endpoint.pushEnrolment,
+                endpoint,
                 body: PushEnrolmentRequest(pushToken: deviceToken, platform: platform),
                 key: key,
                 accessToken: token,

@@ -91,6 +91,12 @@ enum CommandSupport {
         return chosen
     }
 
+    /// Writes a line to standard output at once (unbuffered), for commands that wait afterwards
+    /// and scripts that read them as they go.
+    static func output(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
     /// Prints a Gatehouse error as one line with its code, and exits non-zero.
     static func fail(_ error: any Error) -> ExitCode {
         if let error = error as? any DomainError {

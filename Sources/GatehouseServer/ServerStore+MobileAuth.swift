@@ -55,14 +55,28 @@ extension ServerStore {
     }
 
     /// Sets where the profile's pushes go. Needs the mobile-auth enrolment first.
-    func enrolPush(token: String, proof: ProofUse, pushToken: String, platform: PushPlatform) async throws {
+    /// `refresh`: only replace a push token the profile already has.
+    func enrolPush(
+        token: String,
+        proof: ProofUse,
+        pushToken: String,
+        platform: PushPlatform,
+        refresh: Bool
+    ) async throws {
         try await pool.write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
-            let disenrolled = try Bool.fetchOne(
+            let enrolment = try Row.fetchOne(
                 db,
-                sql: "SELECT disenrolled FROM mobile_enrolments WHERE profile_id = ?",
+                sql: "SELECT disenrolled, push_token FROM mobile_enrolments WHERE profile_id = ?",
                 arguments: [session.profileID]
             )
+            let disenrolled = enrolment?["disenrolled"] as Bool?
+            if refresh, disenrolled == false, enrolment?["push_token"] as String? == nil {
+                throw ServerError(
+                    MobileAuthEnrollmentError(.notEnrolled, message: "Enrol for push first; then refresh its token."),
+                    status: 409
+                )
+            }
             guard disenrolled == false else {
                 throw ServerError(
                     disenrolled == true

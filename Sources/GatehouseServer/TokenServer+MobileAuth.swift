@@ -49,7 +49,13 @@ extension TokenServer {
                 "Invalid field push_token: 8 to 512 letters, digits, '-', '_', ':' or '.'."
             )
         }
-        try await store.enrolPush(token: token, proof: proof, pushToken: body.pushToken, platform: body.platform)
+        try await store.enrolPush(
+            token: token,
+            proof: proof,
+            pushToken: body.pushToken,
+            platform: body.platform,
+            refresh: request.path.hasPrefix(Endpoint.pushToken)
+        )
         return try json(try await store.enrolmentStatus(token: token, proof: proof))
     }
 

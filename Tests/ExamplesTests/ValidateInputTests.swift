@@ -8,19 +8,8 @@ private struct ExampleRun {
     var errors: String
 }
 
-private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-
 /// The example binary sits beside the test bundle in the build directory.
-private func exampleBinary() throws -> URL {
-    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = directory.appendingPathComponent("validate-input")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        directory.deleteLastPathComponent()
-    }
-    throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "validate-input near \(CommandLine.arguments[0])"])
-}
+private func exampleBinary() throws -> URL { try binary("validate-input") }
 
 private func run(_ arguments: [String], input: String? = nil) throws -> ExampleRun {
     let process = Process()

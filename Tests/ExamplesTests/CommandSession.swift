@@ -1,0 +1,90 @@
+import Foundation
+import Synchronization
+import Testing
+
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+func binary(_ name: String) throws -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory.deleteLastPathComponent()
+    }
+    throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "\(name) near \(CommandLine.arguments[0])"])
+}
+
+/// Text collected from a pipe as it arrives.
+final class Collected: Sendable {
+    private let text = Mutex("")
+    func append(_ data: Data) { text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+    func withLock<T: Sendable>(_ body: @Sendable (inout String) -> T) -> T { text.withLock { body(&$0) } }
+}
+
+/// A running `gatehouse` process whose output is collected as it comes, so a test can answer
+/// prompts. Used from one test task only.
+final class Session {
+    let process = Process()
+    let input = Pipe()
+    let output = Collected()
+    let errors = Collected()
+
+    init(_ arguments: [String], binary name: String = "gatehouse") throws {
+        process.executableURL = try binary(name)
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        let outputPipe = Pipe()
+        let errorPipe = Pipe()
+        process.standardInput = input
+        process.standardOutput = outputPipe
+        process.standardError = errorPipe
+        outputPipe.fileHandleForReading.readabilityHandler = { [output] handle in output.append(handle.availableData) }
+        errorPipe.fileHandleForReading.readabilityHandler = { [errors] handle in errors.append(handle.availableData) }
+        try process.run()
+    }
+
+    /// Waits (at most 20 s) until standard output or error contains `text`.
+    func waitFor(_ text: String) async throws -> String {
+        for _ in 0..<400 {
+            let seen = output.withLock { $0 } + errors.withLock { $0 }
+            if seen.contains(text) { return seen }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw CocoaError(
+            .fileReadUnknown,
+            userInfo: [NSDebugDescriptionErrorKey: "never saw \(text): \(errors.withLock { $0 })"]
+        )
+    }
+
+    func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+    /// Waits (at most 20 s) for the process to end and returns its status.
+    func finish() async throws -> Int32 {
+        try? input.fileHandleForWriting.close()
+        for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+/// Starts `gatehouse serve` (or another build of the commands) on a free loopback port with its
+/// state in `directory`.
+func startServer(
+    in directory: URL,
+    binary: String = "gatehouse",
+    manifest: [String] = []
+) async throws -> (Session, String) {
+    let server = try Session(
+        ["serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0"] + manifest,
+        binary: binary
+    )
+    _ = try await server.waitFor("listening on http://")
+    let announced = server.output.withLock { $0 }
+    guard let start = announced.range(of: "http://") else {
+        server.process.terminate()
+        throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: "no URL in \(announced)"])
+    }
+    return (server, String(announced[start.lowerBound...].prefix { !$0.isWhitespace }))
+}

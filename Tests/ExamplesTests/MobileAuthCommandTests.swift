@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+@Suite("gatehouse device and portal commands", .serialized)
+struct MobileAuthCommandTests {
+    @Test(
+        "device enrol and listen answer what portal push starts: number matching, then PIN with signing, then a denial"
+    )
+    func listenAndPush() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gatehouse-push-test-\(UUID().uuidString)"
+        )
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, url) = try await startServer(in: directory)
+        defer { server.process.terminate() }
+        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
+
+        let register = try Session(["register"] + device)
+        _ = try await register.waitFor("E-mail address: ")
+        register.type("ann@example.com")
+        let prompt = try await register.waitFor("Code: ")
+        let sent = try #require(prompt.range(of: "Code sent to "))
+        let digits = try #require(prompt[sent.upperBound...].range(of: #"[0-9]{6}"#, options: .regularExpression))
+        register.type(String(prompt[digits]))
+        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
+        register.type("258147")
+        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
+
+        let enrol = try Session(["device", "enrol"] + device)
+        enrol.type("258147")
+        #expect(try await enrol.finish() == 0, "\(enrol.errors.withLock { $0 })")
+        #expect(enrol.output.withLock { $0 }.contains("enrolled for mobile authentication with push (events)"))
+
+        let listen = try Session(["device", "listen", "--count", "3"] + device)
+        _ = try await listen.waitFor("Listening for requests")
+        let portal = ["portal", "push", "--server", url, "--client-secret", "example-portal-secret-change-me"]
+
+        // Number matching: the portal shows a number, the user types it on the device.
+        let login = try Session(portal + ["--user", "ann@example.com", "--type", "login"])
+        let shown = try await login.waitFor("Number to type on the device: ")
+        let number = try #require(
+            shown.split(separator: "\n").first { $0.hasPrefix("Number to type") }?.split(separator: " ").last
+        )
+        _ = try await listen.waitFor("Type the number the website shows")
+        listen.type(String(number))
+        #expect(try await login.finish() == 0, "\(login.output.withLock { $0 }) \(login.errors.withLock { $0 })")
+        #expect(login.output.withLock { $0 }.contains("Verdict: approved with confirmation."))
+
+        // A payment with the PIN: the device shows the secure message and what it signs.
+        let pay = try Session(
+            portal + [
+                "--user", "ann@example.com", "--type", "payment", "--message", "Pay 12 EUR?",
+                "--secure-message", "12.00 EUR to Example Shop, order 1234", "--signing-data",
+                "pay 12.00 EUR order 1234",
+            ]
+        )
+        _ = try await listen.waitFor("12.00 EUR to Example Shop, order 1234")
+        _ = try await listen.waitFor("PIN (")
+        listen.type("258147")
+        #expect(try await pay.finish() == 0, "\(pay.output.withLock { $0 }) \(pay.errors.withLock { $0 })")
+        #expect(pay.output.withLock { $0 }.contains("Verdict: approved with pin; signature verified."))
+
+        // A denial: the portal's command says so and exits 3.
+        let refused = try Session(
+            portal + ["--user", "ann@example.com", "--type", "login", "--message", "Sign in from Lagos?"]
+        )
+        _ = try await refused.waitFor("Number to type on the device: ")
+        _ = try await listen.waitFor("Sign in from Lagos?")
+        listen.type("r")
+        #expect(try await refused.finish() == 3)
+        #expect(refused.output.withLock { $0 }.contains("Verdict: denied (not_recognised)."))
+        #expect(try await listen.finish() == 0, "\(listen.errors.withLock { $0 })")
+        #expect(listen.output.withLock { $0 } == "Approved.\nApproved.\nDenied.\n")
+
+        let unknown = try Session(portal + ["--user", "nobody@example.com", "--type", "login"])
+        #expect(try await unknown.finish() == 1)
+        #expect(unknown.errors.withLock { $0 }.contains("no device enrolled"))
+    }
+}
