@@ -23,6 +23,7 @@ let package = Package(
         .executable(name: "xignin-registration", targets: ["XignInRegistration"]),
         .executable(name: "totp-gatehouse", targets: ["ThirdPartyAuthenticator"]),
         .executable(name: "pin-length-store", targets: ["PinLengthStore"]),
+        .executable(name: "push-mobile-auth", targets: ["PushMobileAuth"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -201,6 +202,16 @@ let package = Package(
             path: "Examples/PinLengthStore"
         ),
 
+        // Mobile authentication with push in one process: server, portal and device.
+        .executableTarget(
+            name: "PushMobileAuth",
+            dependencies: [
+                "GatehouseClient", "GatehouseKernel", "GatehousePlugins", "GatehouseProtocol", "GatehouseServer",
+                "GatehouseYAML", "CustomAPIIdentityProvider",
+            ],
+            path: "Examples/PushMobileAuth"
+        ),
+
         // Benchmarks: `swift run -c release gatehouse-bench` (see docs/PERFORMANCE.md).
         .executableTarget(
             name: "GatehouseBenchmark",
@@ -243,6 +254,7 @@ let package = Package(
             name: "ExamplesTests",
             dependencies: [
                 "ValidateInput", "gatehouse", "XignInRegistration", "ThirdPartyAuthenticator", "PinLengthStore",
+                "PushMobileAuth",
             ]
         ),
         .testTarget(

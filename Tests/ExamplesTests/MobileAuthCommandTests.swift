@@ -77,4 +77,18 @@ struct MobileAuthCommandTests {
         #expect(try await unknown.finish() == 1)
         #expect(unknown.errors.withLock { $0 }.contains("no device enrolled"))
     }
+
+    @Test("the push-mobile-auth example runs the whole story in one process and exits 0")
+    func example() async throws {
+        let example = try Session([], binary: "push-mobile-auth")
+        #expect(try await example.finish() == 0, "\(example.errors.withLock { $0 })")
+        let output = example.output.withLock { $0 }
+        for expected in [
+            "portal: approved with confirmation", "phone shows the sealed details: €42.00 to Example Shop",
+            "portal: approved with pin, signature verified", "portal: denied (not_recognised)",
+            "gh_transaction_id — ids and the short message only", "Done.",
+        ] {
+            #expect(output.contains(expected), "missing: \(expected)")
+        }
+    }
 }
