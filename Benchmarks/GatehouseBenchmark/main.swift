@@ -1,10 +1,10 @@
 // gatehouse-bench: starts `gatehouse serve` on a loopback port, registers one profile per
-// concurrent client, then measures PIN authentications and refresh grants at 1, 8 and 64
-// concurrent clients (throughput, median and p99 latency), beside the cost of the same crypto
-// alone on one core (the floor) and the ratio between them.
+// concurrent client, then measures PIN authentications, refresh grants and push round trips at
+// 1, 8 and 64 concurrent clients (throughput, median and p99 latency, the server's own CPU time
+// per operation), beside the cost of the same crypto alone on one core (the floor).
 //
 //   swift build -c release --product gatehouse --product gatehouse-bench
-//   .build/release/gatehouse-bench [--seconds 5] [--levels 1,8,64]
+//   .build/release/gatehouse-bench [--seconds 5] [--levels 1,8,64] [--operations pin,refresh,push]
 
 import BiometricAuthenticator
 import Crypto
@@ -22,15 +22,20 @@ import _CryptoExtras
 var seconds = 5.0
 var levels = [1, 8, 64]
 var manifestPath = "Examples/manifests/server.yaml"
+var operations: Set<String> = ["pin", "refresh", "push"]
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
     case "--seconds": seconds = arguments.popFirst().flatMap(Double.init) ?? seconds
     case "--levels": levels = arguments.popFirst()?.split(separator: ",").compactMap { Int($0) } ?? levels
     case "--manifest": manifestPath = arguments.popFirst() ?? manifestPath
+    case "--operations": operations = Set(arguments.popFirst()?.split(separator: ",").map(String.init) ?? [])
     default:
         FileHandle.standardError.write(
-            Data("usage: gatehouse-bench [--seconds S] [--levels 1,8,64] [--manifest FILE]\n".utf8)
+            Data(
+                "usage: gatehouse-bench [--seconds S] [--levels 1,8,64] [--manifest FILE] [--operations pin,refresh,push]\n"
+                    .utf8
+            )
         )
         exit(2)
     }
@@ -87,6 +92,7 @@ let plugins = try PluginRegistry.builtIn.load(
 )
 let clientCount = levels.max() ?? 1
 var clients: [(UserClient, UserProfile)] = []
+var pushDevices: [(UserClient, UserProfile, String)] = []
 for index in 0..<clientCount {
     let client = try UserClient(
         configuration: ClientConfiguration(
@@ -99,6 +105,12 @@ for index in 0..<clientCount {
     )
     let result = try await client.registerUser(delegate: BenchmarkDelegate(email: "user\(index)@example.com"))
     clients.append((client, result.profile))
+    if operations.contains("push") {
+        // Registration leaves the user authenticated: enrol for mobile auth and the events channel.
+        try await client.enrollForMobileAuth()
+        try await client.enrollForPushMobileAuth(deviceToken: "bench-device-\(index)", platform: .events)
+        pushDevices.append((client, result.profile, "user\(index)@example.com"))
+    }
 }
 
 // MARK: - Measurement
@@ -213,18 +225,21 @@ func report(
     print(
         "\n\(name) (floor: \(String(format: "%.3f", floor)) ms of crypto per operation = \(String(format: "%.0f", 1000 / floor))/s on one core)"
     )
-    print("clients      ops/s   median ms    p99 ms   ratio to floor (2 cores)")
+    print("clients      ops/s   median ms    p99 ms   ratio to floor (2 cores)   server CPU ms/op")
     for level in levels {
+        let cpuBefore = serverCPUSeconds(serve.processIdentifier)
         let figures = try await measure(concurrency: level, operation)
+        let cpu = serverCPUSeconds(serve.processIdentifier) - cpuBefore
         let ratio = figures.rate / (2 * 1000 / floor)
         print(
             String(
-                format: "%7d %10.1f %11.2f %9.2f   %.2f",
+                format: "%7d %10.1f %11.2f %9.2f   %.2f                       %.2f",
                 level,
                 figures.rate,
                 figures.percentile(0.5),
                 figures.percentile(0.99),
-                ratio
+                ratio,
+                figures.operations == 0 ? 0 : cpu * 1000 / Double(figures.operations)
             )
         )
     }
@@ -232,11 +247,24 @@ func report(
 
 print("Gatehouse benchmark: gatehouse serve at \(baseURL), \(clientCount) registered profiles, \(seconds) s per level")
 print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; client and server share them")
-try await report("PIN authentications (start + evaluate + prove, each DPoP-signed)", floor: pinFloor) {
-    client,
-    profile in
-    try await client.authenticateUser(profile, delegate: BenchmarkDelegate(email: ""))
+if operations.contains("pin") {
+    try await report("PIN authentications (start + evaluate + prove, each DPoP-signed)", floor: pinFloor) {
+        client,
+        profile in
+        try await client.authenticateUser(profile, delegate: BenchmarkDelegate(email: ""))
+    }
 }
-try await report("Refresh grants (rotation with reuse detection)", floor: refreshFloor) { client, _ in
-    try await client.refreshSession()
+if operations.contains("refresh") {
+    try await report("Refresh grants (rotation with reuse detection)", floor: refreshFloor) { client, _ in
+        try await client.refreshSession()
+    }
+}
+if operations.contains("push") {
+    try await benchmarkPushRoundTrip(
+        devices: pushDevices,
+        baseURL: baseURL,
+        serverPID: serve.processIdentifier,
+        levels: levels,
+        seconds: seconds
+    )
 }
