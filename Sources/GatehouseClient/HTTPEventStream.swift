@@ -26,7 +26,12 @@ extension HTTPTransport {
             session.invalidateAndCancel()
         }
         task.resume()
-        let head = try await receiver.head()
+        // Cancelling the caller cancels the connection, which ends the wait for the head.
+        let head = try await withTaskCancellationHandler {
+            try await receiver.head()
+        } onCancel: {
+            task.cancel()
+        }
         guard (200..<300).contains(head.status) else {
             // An error answer: its body is short; read it whole.
             var body = Data()

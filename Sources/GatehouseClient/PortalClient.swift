@@ -1,5 +1,5 @@
-public import Foundation
-public import GatehouseKernel
+import Foundation
+import GatehouseKernel
 public import GatehouseProtocol
 
 /// The portal API's client, for a service written in Swift that starts mobile authentications:

@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+import Foundation
 public import GatehouseKernel
 public import GatehouseProtocol
 
@@ -132,6 +132,9 @@ extension UserClient {
             let task = Task {
                 var lastEventID: String?
                 var parser = ServerSentEventParser()
+                // Doubles after each failed connection, up to a minute; a connection that
+                // delivered an event starts it again from `reconnectDelay`.
+                var delay = reconnectDelay
                 while !Task.isCancelled {
                     do {
                         guard let stored = try store.profile(profile.id, server: server) else {
@@ -157,6 +160,7 @@ extension UserClient {
                                     )
                                 else { continue }
                                 if let id = event.id { lastEventID = id }
+                                delay = reconnectDelay
                                 continuation.yield(PendingMobileAuthRequest(push, userInfo: [:]))
                             }
                         }
@@ -164,10 +168,11 @@ extension UserClient {
                         continuation.finish(throwing: error)
                         return
                     } catch {
-                        // A dropped connection: reconnect after a pause.
+                        // A dropped connection or an unreachable server: reconnect after a pause.
                     }
                     parser = ServerSentEventParser()
-                    try? await Task.sleep(for: reconnectDelay)
+                    try? await Task.sleep(for: delay)
+                    delay = min(delay * 2, .seconds(60))
                 }
                 continuation.finish()
             }
@@ -180,6 +185,7 @@ extension UserClient {
         let final: Set<String> = [
             GenericError.Code.userDeregistered.name, GenericError.Code.deviceDeregistered.name,
             MobileAuthRequestError.Code.userDisenrolled.name, MobileAuthRequestError.Code.notEnrolled.name,
+            MobileAuthEnrollmentError.Code.enrollmentNotAvailable.name,
             GenericError.Code.requestInvalid.name, GenericError.Code.configurationInvalid.name,
         ]
         return final.contains(error.codeName)
@@ -348,58 +354,5 @@ extension UserClient {
         }
         try store.save(outcome.changes, profile: request.profile.id, server: server)
         return .approved(info: outcome.info ?? outcome.final.info)
-    }
-}
-
-extension PendingMobileAuthRequest {
-    init(_ push: PushNotification, userInfo: [String: String]) {
-        self.init(
-            transactionID: push.transactionID,
-            profile: UserProfile(id: push.profileID),
-            date: Date(timeIntervalSince1970: push.createdAt),
-            timeToLive: push.timeToLive,
-            message: push.message,
-            userInfo: userInfo
-        )
-    }
-}
-
-/// Reads server-sent events (the WHATWG format) from chunks that may split lines anywhere.
-struct ServerSentEventParser {
-    struct Event: Equatable {
-        var id: String?
-        var name: String
-        var data: String
-    }
-
-    private var buffer = Data()
-    private var id: String?
-    private var name = "message"
-    private var data: [String] = []
-
-    mutating func feed(_ chunk: Data) -> [Event] {
-        buffer.append(chunk)
-        var events: [Event] = []
-        while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-            var line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-            buffer.removeSubrange(buffer.startIndex...newline)
-            if line.hasSuffix("\r") { line.removeLast() }
-            if line.isEmpty {
-                if !data.isEmpty { events.append(Event(id: id, name: name, data: data.joined(separator: "\n"))) }
-                (name, data) = ("message", [])
-                continue
-            }
-            if line.hasPrefix(":") { continue }
-            let field = line.prefix { $0 != ":" }
-            var value = line.dropFirst(field.count).dropFirst()
-            if value.hasPrefix(" ") { value = value.dropFirst() }
-            switch field {
-            case "id": id = String(value)
-            case "event": name = String(value)
-            case "data": data.append(String(value))
-            default: break
-            }
-        }
-        return events
     }
 }

@@ -238,6 +238,8 @@ public enum MobileAuthTransactionStatus: String, Codable, Sendable {
 public struct PortalMobileAuthRequest: Codable, Sendable {
     /// The user as the identity provider named them.
     public var userID: String
+    /// The identity provider that named the user; the server's default when absent.
+    public var identityProvider: String?
     /// A mobile authentication type of the manifest.
     public var type: String
     /// The short message of the push, at most 155 characters; the type's default when absent.
@@ -254,9 +256,11 @@ public struct PortalMobileAuthRequest: Codable, Sendable {
         message: String? = nil,
         secureMessage: String? = nil,
         signingData: String? = nil,
-        callbackURI: String? = nil
+        callbackURI: String? = nil,
+        identityProvider: String? = nil
     ) {
         self.userID = userID
+        self.identityProvider = identityProvider
         self.type = type
         self.message = message
         self.secureMessage = secureMessage
@@ -266,6 +270,7 @@ public struct PortalMobileAuthRequest: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case userID = "user_id"
+        case identityProvider = "identity_provider"
         case type, message
         case secureMessage = "secure_message"
         case signingData = "signing_data"

@@ -24,6 +24,8 @@ final class CallbackDispatcher: Sendable {
     private let signal: AsyncStream<Void>.Continuation
     private let signals: AsyncStream<Void>
     private let loop = Mutex<Task<Void, Never>?>(nil)
+    /// Follows no redirects: a callback goes where the prefixes allowed, nowhere else.
+    private let session = URLSession(configuration: .ephemeral, delegate: RefusingRedirects(), delegateQueue: nil)
 
     init(store: ServerStore, configuration: MobileAuthConfiguration, clock: any WallClock, logger: Logger) {
         self.store = store
@@ -37,6 +39,7 @@ final class CallbackDispatcher: Sendable {
     deinit {
         signal.finish()
         loop.withLock { $0?.cancel() }
+        session.finishTasksAndInvalidate()
     }
 
     /// Something may be due: look now. Starts the sending loop the first time.
@@ -102,7 +105,7 @@ final class CallbackDispatcher: Sendable {
             forHTTPHeaderField: "Gatehouse-Signature"
         )
         var delivered = false
-        if let (_, response) = try? await URLSession.shared.data(for: request),
+        if let (_, response) = try? await session.data(for: request),
             let status = (response as? HTTPURLResponse)?.statusCode
         {
             delivered = (200..<300).contains(status)
@@ -116,5 +119,18 @@ final class CallbackDispatcher: Sendable {
             )
         }
         try? await store.callbackTried(callback.transactionID, delivered: delivered, retryAt: delivered ? nil : retryAt)
+    }
+}
+
+/// Answers every redirect with "do not follow": the 3xx response is the callback's result.
+private final class RefusingRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }

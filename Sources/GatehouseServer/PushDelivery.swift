@@ -40,6 +40,8 @@ public final class InProcessPushTransport: PushTransport {
     public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
         let listeners = state.withLock { state in
             state.history[token, default: []].append(notification)
+            // A record for tests and late listeners, not an archive.
+            if state.history[token, default: []].count > 1000 { state.history[token]?.removeFirst() }
             return Array((state.listeners[token] ?? [:]).values)
         }
         for listener in listeners { listener.yield(notification) }

@@ -63,7 +63,7 @@ extension ServerStore {
                     arguments: [row.profileID, authenticator]
                 )
             case .deregister:
-                if let profileID = row.profileID { try deleteProfile(profileID, db) }
+                if let profileID = row.profileID { try deleteProfile(profileID, now: now, db) }
             case .issueTokens:
                 tokens = try issueTokens(for: row, now: now, db)
             case .approveTransaction:
@@ -184,8 +184,8 @@ extension ServerStore {
 
     /// Removes a profile and everything that hangs off it: registrations and tokens. Its open
     /// flows stay until used or expired, so a request in flight learns the user was deregistered.
-    func deleteProfile(_ profileID: String, _ db: Database) throws {
-        try endTransactions(askedOf: profileID, reason: "user_deregistered", now: nil, db)
+    func deleteProfile(_ profileID: String, now: Double, _ db: Database) throws {
+        try endTransactions(askedOf: profileID, reason: "user_deregistered", now: now, db)
         try db.execute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
     }
 }

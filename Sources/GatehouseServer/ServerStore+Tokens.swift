@@ -212,7 +212,7 @@ extension ServerStore {
                 throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
             }
             try self.record(proof, db)
-            try self.deleteProfile(profileID, db)
+            try self.deleteProfile(profileID, now: proof.now, db)
             return true
         }
     }

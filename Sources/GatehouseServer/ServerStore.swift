@@ -130,7 +130,9 @@ final class ServerStore: Sendable {
             // enrolment, and where its pushes go. A disenrolled row stays so its device learns why.
             try db.create(table: "mobile_enrolments") { table in
                 table.primaryKey("profile_id", .text).references("profiles", onDelete: .cascade)
-                table.column("subject", .text).notNull().indexed()
+                // The user as the portal names them: a subject is unique per identity provider only.
+                table.column("identity_provider", .text).notNull()
+                table.column("subject", .text).notNull()
                 table.column("device_key", .blob).notNull()
                 table.column("server_key", .blob).notNull()
                 table.column("push_token", .text).unique()
@@ -138,11 +140,17 @@ final class ServerStore: Sendable {
                 table.column("disenrolled", .boolean).notNull().defaults(to: false)
                 table.column("created_at", .double).notNull()
             }
+            try db.create(
+                index: "mobile_enrolments_user",
+                on: "mobile_enrolments",
+                columns: ["identity_provider", "subject"]
+            )
             // What the portal asked and what became of it. The secure message and the signing
             // data are never here: they live only inside each delivery's sealed payload.
             try db.create(table: "mobile_transactions") { table in
                 table.primaryKey("id", .text)
                 table.column("api_client", .text).notNull()
+                table.column("identity_provider", .text).notNull()
                 table.column("subject", .text).notNull()
                 table.column("type", .text).notNull()
                 table.column("method", .text).notNull()
@@ -167,9 +175,9 @@ final class ServerStore: Sendable {
                 table.column("answered_at", .double)
             }
             try db.create(
-                index: "mobile_transactions_subject",
+                index: "mobile_transactions_user",
                 on: "mobile_transactions",
-                columns: ["subject", "type"]
+                columns: ["identity_provider", "subject", "type"]
             )
             // One sealed payload per asked device; `seq` orders the event channel.
             try db.create(table: "mobile_deliveries") { table in

@@ -3,6 +3,7 @@ import Foundation
 import GatehouseKernel
 import GatehouseProtocol
 import Logging
+import Synchronization
 
 // Mobile authentication with push: the device's enrolments, its pending list, sealed payloads
 // and answers, the events channel, and the portal API. The rules of approving with an
@@ -152,40 +153,45 @@ extension TokenServer {
         let lastSeen = request.header("Last-Event-ID").flatMap { Int64($0) } ?? 0
         // Checks the device now, so a refused channel gets an error instead of an empty stream.
         _ = try await store.pending(profileID, proof: proof, after: lastSeen)
-        let (stream, continuation) = AsyncStream<Data>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        // Unbounded: what is queued is bounded by the profile's pending transactions, and a dropped
+        // chunk would be a missed request (its id is already past `Last-Event-ID`).
+        let (stream, continuation) = AsyncStream<Data>.makeStream()
         let wakes = hub.listen(profileID)
+        let tasks = Mutex<[Task<Void, Never>]>([])
+        continuation.onTermination = { _ in tasks.withLock { $0.forEach { $0.cancel() } } }
         let heartbeat = Task {
             while !Task.isCancelled {
-                try await Task.sleep(for: .seconds(15))
-                continuation.yield(Data(": keep-alive\n\n".utf8))
+                try? await Task.sleep(for: .seconds(15))
+                if case .terminated = continuation.yield(Data(": keep-alive\n\n".utf8)) { return }
             }
         }
         let pump = Task { [store, clock] in
             var sent = lastSeen
             continuation.yield(Data("retry: 1000\n\n".utf8))
             for await _ in wakes {
+                // The device may stop listening meanwhile (deregistered, disenrolled): end the channel.
                 guard
-                    let fresh = try? await store.pending(
+                    let fresh = try? await store.unsentDeliveries(
                         profileID,
-                        proof: ServerStore.ProofUse(
-                            keyThumbprint: proof.keyThumbprint,
-                            jti: "",
-                            now: clock.now.timeIntervalSince1970
-                        ),
-                        after: sent
+                        keyThumbprint: proof.keyThumbprint,
+                        after: sent,
+                        now: clock.now.timeIntervalSince1970
                     )
                 else { break }
                 for (seq, notification) in fresh.sorted(by: { $0.0 < $1.0 }) {
-                    let data = String(decoding: try WireCoding.encode(notification), as: UTF8.self)
-                    continuation.yield(Data("id: \(seq)\nevent: mobile-auth\ndata: \(data)\n\n".utf8))
+                    guard let data = try? WireCoding.encode(notification) else { continue }
+                    let event = "id: \(seq)\nevent: mobile-auth\ndata: \(String(decoding: data, as: UTF8.self))\n\n"
+                    continuation.yield(Data(event.utf8))
                     sent = max(sent, seq)
                 }
             }
             continuation.finish()
         }
-        continuation.onTermination = { _ in
-            pump.cancel()
+        tasks.withLock { $0 = [heartbeat, pump] }
+        // A stream that ended before the tasks were listed still stops them.
+        if case .terminated = continuation.yield(Data()) {
             heartbeat.cancel()
+            pump.cancel()
         }
         return WireResponse(
             status: 200,
@@ -213,13 +219,14 @@ extension TokenServer {
             let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
             let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { throw refusal }
-        let id = String(text[..<colon])
-        let secret = String(text[text.index(after: colon)...])
-        // Compare against every client in constant time, so timing tells nothing about ids.
+        // Every client is compared, by SHA-256 digests of equal length, so timing tells nothing about
+        // which id exists or how long its secret is.
+        let id = Data(SHA256.hash(data: Data(text[..<colon].utf8)))
+        let secret = Data(SHA256.hash(data: Data(text[text.index(after: colon)...].utf8)))
         var found: MobileAuthConfiguration.APIClient?
         for client in mobileAuth.apiClients {
-            let idMatches = ConstantTime.equals(client.id, id)
-            let secretMatches = ConstantTime.equals(client.secret, secret)
+            let idMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(client.id.utf8))), id)
+            let secretMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(client.secret.utf8))), secret)
             if idMatches && secretMatches { found = client }
         }
         guard let found else { throw refusal }
@@ -241,6 +248,10 @@ extension TokenServer {
         guard (1...256).contains(body.userID.utf8.count) else {
             throw ServerError.invalidRequest("Invalid field user_id: 1 to 256 bytes.")
         }
+        let provider = body.identityProvider ?? defaultIdentityProvider.descriptor.id
+        guard identityProviders.contains(where: { $0.descriptor.id == provider }) else {
+            throw ServerError(404, "invalid_request", "There is no identity provider \"\(provider)\".", code: 1001)
+        }
         guard let message = body.message ?? type.defaultMessage, !message.isEmpty else {
             throw ServerError(
                 400,
@@ -249,7 +260,8 @@ extension TokenServer {
                 code: 1003
             )
         }
-        guard message.count <= MobileAuthConfiguration.maxMessageLength else {
+        // Characters as people count them; and bytes, so a push stays within APNs' and FCM's 4 KB.
+        guard message.count <= MobileAuthConfiguration.maxMessageLength, message.utf8.count <= 620 else {
             throw ServerError(
                 400,
                 "invalid_request",
@@ -269,9 +281,7 @@ extension TokenServer {
             )
         }
         if let uri = body.callbackURI {
-            guard uri.utf8.count <= 2048, URL(string: uri) != nil,
-                client.callbackPrefixes.contains(where: { uri.hasPrefix($0) })
-            else {
+            guard uri.utf8.count <= 2048, client.allowsCallback(to: uri) else {
                 throw ServerError.invalidRequest(
                     "Invalid field callback_uri: not one of the API client's callback prefixes."
                 )
@@ -283,14 +293,13 @@ extension TokenServer {
             ServerStore.NewTransaction(
                 id: id,
                 apiClient: client.id,
-                subject: body.userID,
+                user: MobileAuthUser(identityProvider: provider, subject: body.userID),
                 type: type,
                 message: message,
                 secureMessage: body.secureMessage,
                 signingData: type.transactionSigning ? body.signingData : nil,
                 callbackURI: body.callbackURI,
                 number: number,
-                pinAuthenticator: pinAuthenticator.descriptor.id,
                 now: now
             )
         )
@@ -317,29 +326,55 @@ extension TokenServer {
         )
     }
 
-    /// Sends each device its push; a push that fails is logged (the device still finds the
-    /// request in its pending list).
+    /// Sends each device its push, all at once, each given at most `pushTimeout`: a stalled push
+    /// service delays the portal's answer by that much at worst. A push that fails or times out is
+    /// logged; the device still finds the request on its events channel or in its pending list.
     private func push(_ deliveries: [ServerStore.Delivery], _ notification: (String) -> PushNotification) async {
-        for delivery in deliveries {
-            hub.wake(delivery.profileID)
-            guard let token = delivery.pushToken, let platform = delivery.platform, platform != .events,
-                let transport = pushTransports[platform]
-            else { continue }
-            do {
-                try await transport.deliver(notification(delivery.profileID), token: token, platform: platform)
-            } catch {
-                logger.warning(
-                    "Push failed",
-                    metadata: ["platform": "\(platform.rawValue)", "error": "\(String(describing: error))"]
-                )
+        await withTaskGroup(of: Void.self) { group in
+            for delivery in deliveries {
+                hub.wake(delivery.profileID)
+                guard let token = delivery.pushToken, let platform = delivery.platform, platform != .events,
+                    let transport = pushTransports[platform]
+                else { continue }
+                let message = notification(delivery.profileID)
+                group.addTask { [logger] in
+                    let outcome = await withTaskGroup(of: String?.self) { race in
+                        race.addTask {
+                            do {
+                                try await transport.deliver(message, token: token, platform: platform)
+                                return nil
+                            } catch {
+                                return String(describing: error)
+                            }
+                        }
+                        race.addTask {
+                            try? await Task.sleep(for: Self.pushTimeout)
+                            return "no answer within \(Self.pushTimeout)"
+                        }
+                        let first = await race.next() ?? nil
+                        race.cancelAll()
+                        return first
+                    }
+                    if let problem = outcome {
+                        logger.warning(
+                            "Push failed",
+                            metadata: ["platform": "\(platform.rawValue)", "error": "\(problem)"]
+                        )
+                    }
+                }
             }
         }
     }
 
+    /// How long the portal's request waits for a push service.
+    static let pushTimeout = Duration.seconds(2)
+
     func portalTransaction(_ id: String, _ request: WireRequest) async throws -> WireResponse {
         let client = try apiClient(request, try mobileAuthConfiguration())
-        guard let result = try await store.transactionResult(id, apiClient: client.id, now: now) else {
-            throw ServerError(404, "not_found", "There is no transaction \(id) for this API client.", code: 3004)
+        guard (16...64).contains(id.utf8.count), Data(base64URLEncoded: id) != nil,
+            let result = try await store.transactionResult(id, apiClient: client.id, now: now)
+        else {
+            throw ServerError(404, "not_found", "There is no such transaction for this API client.", code: 3004)
         }
         return try json(result)
     }

@@ -153,50 +153,55 @@ struct Fixture {
     static func manifestText(
         maxPinFailures: Int,
         registrationAuthenticators: [String] = ["pin"],
-        enrolment: String = "single"
+        enrolment: String = "single",
+        mobileAuth: Bool = true
     ) -> String {
-        """
-        server:
-          clients:
-            - id: test-app
-              allowedScopes: [read, write]
-              defaultScopes: [read]
-          maxPinFailures: \(maxPinFailures)
-          maxRequestBytes: 4096
-          registrationAuthenticators: [\(registrationAuthenticators.joined(separator: ", "))]
-          mobileAuth:
-            enrolment: \(enrolment)
-            apiClients:
-              - {id: portal, secret: \(Fixture.portalSecret), callbackPrefixes: ["http://127.0.0.1:"]}
-              - {id: other-portal, secret: other-secret-0123456789}
-            types:
-              - {name: login, method: confirmation, timeToLive: 60, defaultMessage: "Sign in to Example?"}
-              - {name: matched, method: confirmation, numberMatching: true, defaultMessage: "Sign in?"}
-              - {name: payment, method: pin, transactionSigning: true}
-              - {name: face, method: biometric, authenticator: face, defaultMessage: "Approve with your face"}
-              - {name: custom, method: custom, authenticator: scripted, defaultMessage: "Approve"}
-        authenticators:
-          - id: pin
-            type: pin
-            name: PIN
-            config:
-              policy: {length: 6, maxSimilarDigits: 2}
-          - id: totp
-            type: example.totp
-            name: One-time code
-          - id: scripted
-            type: test.scripted
-            name: Scripted custom authenticator
-          - id: face
-            type: biometric.simulated
-            name: Face
-            config: {sensor: face-sensor}
-        identityProviders:
-          - id: codes
-            type: idp.customAPI
-            name: Code registration
-            config: {twoStep: true, handler: codes}
-        """
+        // The mobile authentication section, indented under `server:`.
+        let mobileAuthSection = """
+              mobileAuth:
+                enrolment: \(enrolment)
+                apiClients:
+                  - {id: portal, secret: \(Fixture.portalSecret), callbackPrefixes: ["http://127.0.0.1:"]}
+                  - {id: other-portal, secret: other-secret-0123456789}
+                types:
+                  - {name: login, method: confirmation, timeToLive: 60, defaultMessage: "Sign in to Example?"}
+                  - {name: matched, method: confirmation, numberMatching: true, defaultMessage: "Sign in?"}
+                  - {name: payment, method: pin, transactionSigning: true}
+                  - {name: face, method: biometric, authenticator: face, defaultMessage: "Approve with your face"}
+                  - {name: custom, method: custom, authenticator: scripted, defaultMessage: "Approve"}
+            """
+        return """
+            server:
+              clients:
+                - id: test-app
+                  allowedScopes: [read, write]
+                  defaultScopes: [read]
+              maxPinFailures: \(maxPinFailures)
+              maxRequestBytes: 4096
+              registrationAuthenticators: [\(registrationAuthenticators.joined(separator: ", "))]
+            \(mobileAuth ? mobileAuthSection : "")
+            authenticators:
+              - id: pin
+                type: pin
+                name: PIN
+                config:
+                  policy: {length: 6, maxSimilarDigits: 2}
+              - id: totp
+                type: example.totp
+                name: One-time code
+              - id: scripted
+                type: test.scripted
+                name: Scripted custom authenticator
+              - id: face
+                type: biometric.simulated
+                name: Face
+                config: {sensor: face-sensor}
+            identityProviders:
+              - id: codes
+                type: idp.customAPI
+                name: Code registration
+                config: {twoStep: true, handler: codes}
+            """
     }
 
     /// A client (device) with its own data directory.
@@ -256,6 +261,7 @@ func withFixture(
     maxPinFailures: Int = 3,
     registrationAuthenticators: [String] = ["pin"],
     enrolment: String = "single",
+    mobileAuth: Bool = true,
     _ body: (Fixture) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-test-\(UUID().uuidString)")
@@ -265,7 +271,8 @@ func withFixture(
             Fixture.manifestText(
                 maxPinFailures: maxPinFailures,
                 registrationAuthenticators: registrationAuthenticators,
-                enrolment: enrolment
+                enrolment: enrolment,
+                mobileAuth: mobileAuth
             ).utf8
         ),
         format: YAMLManifestFormat(),

@@ -73,9 +73,12 @@ struct MobileAuthDeliveryTests {
         }
     }
 
-    @Test("enrolment: push before mobile auth is refused; single mode refuses a second device; tokens are unique")
-    func singleEnrolment() async throws {
-        try await withFixture(.http) { fixture in
+    @Test(
+        "enrolment: push before mobile auth is refused; single mode refuses a second device; tokens are unique",
+        arguments: Mode.allCases
+    )
+    func singleEnrolment(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
             let client = try fixture.client("first")
             let profile = try await register(client)
             try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("258147")]))
@@ -108,6 +111,33 @@ struct MobileAuthDeliveryTests {
             } catch let error as MobileAuthEnrollmentError {
                 #expect(error.code == .userAlreadyEnrolled)
             }
+            // Without a session, enrolling says so before anything is sent.
+            await other.logout()
+            do {
+                try await other.enrollForMobileAuth()
+                Issue.record("enrolled without a session")
+            } catch let error as MobileAuthEnrollmentError {
+                #expect(error.code == .userNotAuthenticated)
+            }
+        }
+    }
+
+    @Test("a server without mobile authentication says so (9017)", arguments: Mode.allCases)
+    func notOffered(mode: Mode) async throws {
+        try await withFixture(mode, mobileAuth: false) { fixture in
+            let client = try fixture.client()
+            let profile = try await register(client)
+            try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("258147")]))
+            do {
+                try await client.enrollForMobileAuth()
+                Issue.record("enrolled with a server that offers no mobile authentication")
+            } catch let error as MobileAuthEnrollmentError {
+                #expect(error.code == .enrollmentNotAvailable)
+            }
+            let portal = try await Portal(fixture: fixture).start(
+                PortalMobileAuthRequest(userID: "jane@example.com", type: "login")
+            )
+            #expect(portal.status == 404)
         }
     }
 
@@ -147,9 +177,9 @@ struct MobileAuthDeliveryTests {
         }
     }
 
-    @Test("multiple devices: each is asked; a push token already taken is refused (9016)")
-    func multipleEnrolment() async throws {
-        try await withFixture(.embedded, enrolment: "multiple") { fixture in
+    @Test("multiple devices: each is asked; a push token already taken is refused (9016)", arguments: Mode.allCases)
+    func multipleEnrolment(mode: Mode) async throws {
+        try await withFixture(mode, enrolment: "multiple") { fixture in
             _ = try await enrolledDevice(fixture, name: "phone", token: "apns-token-0001")
             let tablet = try fixture.client("tablet")
             let profile = try await register(tablet)

@@ -2,11 +2,12 @@ import Crypto
 import Foundation
 import GatehouseKernel
 import GatehouseProtocol
-import GatehouseServer
 import GatehouseTesting
+import GatehouseYAML
 import Testing
 
 @testable import GatehouseClient
+@testable import GatehouseServer
 
 @Suite("Mobile authentication: push formats, sealing, edge cases")
 struct MobileAuthFormatTests {
@@ -94,9 +95,12 @@ struct MobileAuthFormatTests {
         )
     }
 
-    @Test("a newer request supersedes the pending one; a payload sealed for an old key is not handleable")
-    func supersedeAndReEnrol() async throws {
-        try await withFixture(.embedded) { fixture in
+    @Test(
+        "a newer request supersedes the pending one; a payload sealed for an old key is not handleable",
+        arguments: Mode.allCases
+    )
+    func supersedeAndReEnrol(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
             let (client, _) = try await enrolledDevice(fixture)
             let portal = Portal(fixture: fixture)
             let old = try await portal.started("login", message: "First")
@@ -135,9 +139,9 @@ struct MobileAuthFormatTests {
         }
     }
 
-    @Test("push token refresh needs a push enrolment, then replaces the token")
-    func pushTokenRefresh() async throws {
-        try await withFixture(.embedded) { fixture in
+    @Test("push token refresh needs a push enrolment, then replaces the token", arguments: Mode.allCases)
+    func pushTokenRefresh(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
             let (client, profile) = try await enrolledDevice(fixture, token: nil)
             do {
                 try await client.refreshPushToken("apns-token-0009")
@@ -151,6 +155,53 @@ struct MobileAuthFormatTests {
             let started = try await Portal(fixture: fixture).started("login")
             #expect(lastPush(fixture, token: "apns-token-0002")?.transactionID == started.transactionID)
             #expect(lastPush(fixture, token: "apns-token-0001") == nil)
+        }
+    }
+
+    @Test("callback URIs are compared by parts: scheme, host, port, path, no user")
+    func callbackTargets() throws {
+        let yaml = """
+            {id: portal, secret: portal-secret-0123456789,
+             callbackPrefixes: ["https://portal.example/callbacks", "http://127.0.0.1:"]}
+            """
+        let client = try ConfigurationDecoder().decode(
+            MobileAuthConfiguration.APIClient.self,
+            from: try YAMLManifestFormat().parse(Data(yaml.utf8))
+        )
+        for allowed in [
+            "https://portal.example/callbacks", "https://portal.example/callbacks/42",
+            "https://PORTAL.example/callbacks/x?t=1", "http://127.0.0.1:9000/hook", "http://127.0.0.1/hook",
+        ] {
+            #expect(client.allowsCallback(to: allowed), "\(allowed)")
+        }
+        for refused in [
+            "https://portal.example.evil.net/callbacks", "https://portal.example@10.0.0.1/callbacks",
+            "https://portal.example/callbacks-evil", "http://portal.example/callbacks",
+            "https://portal.example:8443/callbacks", "http://127.0.0.1.evil.com:9000/", "http://user@127.0.0.1:9000/",
+            "file:///etc/passwd", "gopher://127.0.0.1:70/", "https://portal.example/callbacks#frag", "not a url",
+        ] {
+            #expect(!client.allowsCallback(to: refused), "\(refused)")
+        }
+    }
+
+    @Test("a newer request of another API client supersedes nothing; a replayed read proof is refused")
+    func otherClientAndReadReplay() async throws {
+        try await withFixture(.http) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture)
+            let portal = Portal(fixture: fixture)
+            let mine = try await portal.started("login")
+            let other = Portal(fixture: fixture, id: "other-portal", secret: "other-secret-0123456789")
+            _ = try await other.started("login")
+            #expect(try await portal.result(mine.transactionID).status == .pending)
+
+            _ = try await client.pendingPushMobileAuthRequests()
+            let read = try #require(
+                fixture.transport.recorded.last { $0.0.path.hasPrefix(Endpoint.mobileAuthPending) }?.0
+            )
+            let replayed = try await fixture.transport.send(read)
+            #expect(replayed.status == 401)
+            #expect(String(decoding: replayed.body, as: UTF8.self).contains("already used"))
+            _ = profile
         }
     }
 }

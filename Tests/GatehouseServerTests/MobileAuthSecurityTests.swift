@@ -126,7 +126,7 @@ struct MobileAuthSecurityTests {
         }
     }
 
-    @Test("an expired request is refused, and the portal sees it expired", arguments: [Mode.embedded])
+    @Test("an expired request is refused, and the portal sees it expired", arguments: Mode.allCases)
     func expiry(mode: Mode) async throws {
         try await withFixture(mode) { fixture in
             let (client, _) = try await enrolledDevice(fixture)

@@ -1,0 +1,82 @@
+public import Foundation
+
+// How wire messages move: requests and responses as the server core sees them, the transports
+// that carry them (in-process or HTTP), and the JSON conventions of the wire.
+
+/// A request as the server core sees it, whichever transport carried it.
+public struct WireRequest: Sendable {
+    public var method: String
+    public var path: String
+    public var headers: [String: String]
+    public var body: Data
+
+    /// `headers` keys are matched case-insensitively.
+    public init(method: String, path: String, headers: [String: String] = [:], body: Data = Data()) {
+        self.method = method
+        self.path = path
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }) { first, _ in first }
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// Sets a header; names are kept lowercased, as `header(_:)` looks them up.
+    public mutating func setHeader(_ name: String, _ value: String?) { headers[name.lowercased()] = value }
+}
+
+/// A response as the server core produces it.
+public struct WireResponse: Sendable {
+    public var status: Int
+    public var headers: [String: String]
+    public var body: Data
+    /// A body that goes on after the headers (server-sent events), chunk by chunk; `body` is
+    /// then empty. The stream ends when the server closes it; the reader ends it by dropping it.
+    public var stream: AsyncStream<Data>?
+
+    public init(status: Int, headers: [String: String] = [:], body: Data, stream: AsyncStream<Data>? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.stream = stream
+    }
+}
+
+/// Moves wire requests to a token server: in-process (embedded) or over HTTP.
+public protocol TokenServerTransport: Sendable {
+    /// The URL the server is reached at, for DPoP proofs (`htu`).
+    var baseURL: String { get }
+    func send(_ request: WireRequest) async throws -> WireResponse
+    /// Sends a request whose answer streams (server-sent events): the status and headers, and
+    /// the body's chunks as they come. An error answer has its whole body in the response.
+    func open(_ request: WireRequest) async throws -> (WireResponse, AsyncThrowingStream<Data, any Error>)
+}
+
+extension TokenServerTransport {
+    /// In-process transports hand the server's own stream through.
+    public func open(_ request: WireRequest) async throws -> (WireResponse, AsyncThrowingStream<Data, any Error>) {
+        let response = try await send(request)
+        let chunks = AsyncThrowingStream<Data, any Error> { continuation in
+            let task = Task {
+                if let stream = response.stream {
+                    for await chunk in stream { continuation.yield(chunk) }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+        return (response, chunks)
+    }
+}
+
+/// JSON coding with the wire's conventions.
+public enum WireCoding {
+    public static func encode(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try encoder.encode(value)
+    }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try JSONDecoder().decode(type, from: data)
+    }
+}

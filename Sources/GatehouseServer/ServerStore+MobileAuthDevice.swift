@@ -1,0 +1,296 @@
+import Crypto
+import Foundation
+import GRDB
+import GatehouseKernel
+import GatehouseProtocol
+
+// Mobile authentication, the device's side: its pending list, the sealed payload, and the sealed
+// answer that spends the nonce (and, for methods with an authenticator, starts the flow).
+
+extension ServerStore {
+    // MARK: - The device's side
+
+    /// Checks that `proof` comes from the profile's key and that the profile is enrolled.
+    func enrolledDevice(_ profileID: String, proof: ProofUse, _ db: Database) throws -> Row {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT profiles.key_thumbprint, mobile_enrolments.* FROM profiles
+                    LEFT JOIN mobile_enrolments ON mobile_enrolments.profile_id = profiles.id WHERE profiles.id = ?
+                    """,
+                arguments: [profileID]
+            )
+        else { throw ServerError.userDeregistered }
+        guard row["key_thumbprint"] == proof.keyThumbprint else {
+            throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
+        }
+        guard let disenrolled = row["disenrolled"] as Bool? else {
+            throw ServerError(MobileAuthRequestError(.notEnrolled), status: 403)
+        }
+        guard !disenrolled else { throw ServerError(MobileAuthRequestError(.userDisenrolled), status: 403) }
+        return row
+    }
+
+    /// The profile's pending requests, newest first; `after`: only deliveries after that sequence
+    /// number (the event channel's `Last-Event-ID`). The proof is recorded: a replayed one is refused.
+    func pending(_ profileID: String, proof: ProofUse, after: Int64 = 0) async throws -> [(Int64, PushNotification)] {
+        try await pool.write { db in
+            _ = try self.enrolledDevice(profileID, proof: proof, db)
+            try self.record(proof, db)
+            return try self.pendingDeliveries(profileID, after: after, now: proof.now, db)
+        }
+    }
+
+    /// What an open events channel has not sent yet, for the key that opened it; nil when the
+    /// device may no longer listen (deregistered, disenrolled, registered again).
+    func unsentDeliveries(
+        _ profileID: String,
+        keyThumbprint: String,
+        after: Int64,
+        now: Double
+    ) async throws -> [(Int64, PushNotification)]? {
+        try await pool.read { db in
+            let proof = ProofUse(keyThumbprint: keyThumbprint, jti: "", now: now)
+            guard (try? self.enrolledDevice(profileID, proof: proof, db)) != nil else { return nil }
+            return try self.pendingDeliveries(profileID, after: after, now: now, db)
+        }
+    }
+
+    func pendingDeliveries(
+        _ profileID: String,
+        after: Int64,
+        now: Double,
+        _ db: Database
+    ) throws -> [(
+        Int64, PushNotification
+    )] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT d.seq, t.id, t.message, t.created_at, t.expires_at FROM mobile_deliveries d
+                JOIN mobile_transactions t ON t.id = d.transaction_id
+                WHERE d.profile_id = ? AND d.seq > ? AND t.status = 'pending' AND t.expires_at > ?
+                ORDER BY t.created_at DESC, d.seq DESC
+                """,
+            arguments: [profileID, after, now]
+        )
+        .map { row in
+            let created: Double = row["created_at"]
+            let expires: Double = row["expires_at"]
+            return (
+                row["seq"],
+                PushNotification(
+                    transactionID: row["id"],
+                    profileID: profileID,
+                    message: row["message"],
+                    createdAt: created,
+                    timeToLive: Int((expires - created).rounded())
+                )
+            )
+        }
+    }
+
+    /// The sealed payload of `transactionID` for the profile. The proof is recorded.
+    func payload(_ transactionID: String, profileID: String, proof: ProofUse) async throws -> Data {
+        try await pool.write { db in
+            _ = try self.enrolledDevice(profileID, proof: proof, db)
+            let row = try self.delivery(transactionID, profileID, db)
+            try self.requireOpen(row, now: proof.now)
+            try self.record(proof, db)
+            return row["sealed"]
+        }
+    }
+
+    private func delivery(_ transactionID: String, _ profileID: String, _ db: Database) throws -> Row {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT d.sealed, d.nonce_hash, t.* FROM mobile_deliveries d
+                    JOIN mobile_transactions t ON t.id = d.transaction_id
+                    WHERE d.transaction_id = ? AND d.profile_id = ?
+                    """,
+                arguments: [transactionID, profileID]
+            )
+        else { throw ServerError(MobileAuthRequestError(.notFound), status: 404) }
+        return row
+    }
+
+    /// Expired (swept or not) is "not found", answered or superseded is "already handled".
+    private func requireOpen(_ transaction: Row, now: Double) throws {
+        let status: String = transaction["status"]
+        guard status != "expired", (transaction["expires_at"] as Double) > now || status != "pending" else {
+            throw ServerError(MobileAuthRequestError(.notFound, message: "The request expired."), status: 404)
+        }
+        guard status == "pending" else {
+            throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409)
+        }
+    }
+
+    /// What a device's answer does.
+    enum AnswerOutcome: Sendable {
+        case ended(MobileAuthTransactionStatus)
+        /// The method needs an authenticator: this flow approves the transaction when it succeeds.
+        case flow(FlowApplied)
+    }
+
+    /// Opens and applies a device's sealed answer: single use (the nonce is spent here), bound to
+    /// the transaction and to the device's key.
+    func answer(
+        _ transactionID: String,
+        profileID: String,
+        sealed: SealedBox,
+        proof: ProofUse,
+        plan: @Sendable (String, Bool) -> FlowPlan?,
+        flowLifetime: Double
+    ) async throws -> AnswerOutcome {
+        try await pool.write { db in
+            let device = try self.enrolledDevice(profileID, proof: proof, db)
+            let row = try self.delivery(transactionID, profileID, db)
+            try self.requireOpen(row, now: proof.now)
+            let serverKey = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: device["server_key"] as Data)
+            guard let opened = try? sealed.open(with: serverKey, purpose: .answer, transactionID: transactionID),
+                let answer = try? WireCoding.decode(MobileAuthAnswer.self, from: opened),
+                answer.transactionID == transactionID
+            else { throw ServerError.invalidRequest("The answer could not be opened for this transaction.") }
+            let nonceHash: Data = row["nonce_hash"]
+            guard !nonceHash.isEmpty else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
+            guard ConstantTime.equals(Data(SHA256.hash(data: answer.nonce.data)), nonceHash) else {
+                throw ServerError.invalidRequest("The answer does not carry this request's nonce.")
+            }
+            try self.record(proof, db)
+            try db.execute(
+                sql: "UPDATE mobile_deliveries SET nonce_hash = X'' WHERE transaction_id = ? AND profile_id = ?",
+                arguments: [transactionID, profileID]
+            )
+            if answer.decision == .deny {
+                try self.end(
+                    transactionID,
+                    status: .denied,
+                    reason: (answer.reason ?? .notAccepted).rawValue,
+                    now: proof.now,
+                    by: profileID,
+                    db
+                )
+                return .ended(.denied)
+            }
+            if let expected = row["number"] as Int? {
+                guard let typed = answer.number, ConstantTime.equals(String(typed), String(expected)) else {
+                    // One try: a wrong number ends the transaction, so it cannot be guessed.
+                    try self.end(
+                        transactionID,
+                        status: .denied,
+                        reason: "invalid_answer",
+                        now: proof.now,
+                        by: profileID,
+                        db
+                    )
+                    return .ended(.denied)
+                }
+            }
+            if let signingHash = row["signing_data_hash"] as Data?,
+                try !self.verifySignature(answer, signingHash: signingHash, device: device, transactionID, db)
+            {
+                // Kept with its verdict for the portal; the transaction ends.
+                try self.end(
+                    transactionID,
+                    status: .denied,
+                    reason: "invalid_signature",
+                    now: proof.now,
+                    by: profileID,
+                    db
+                )
+                return .ended(.denied)
+            }
+            let method = MobileAuthMethod(rawValue: row["method"]) ?? .confirmation
+            guard method != .confirmation else {
+                try self.end(transactionID, status: .approved, reason: nil, now: proof.now, by: profileID, db)
+                try db.execute(
+                    sql: "UPDATE mobile_transactions SET authentication_method = 'confirmation' WHERE id = ?",
+                    arguments: [transactionID]
+                )
+                return .ended(.approved)
+            }
+            return .flow(
+                try self.startTransactionFlow(
+                    transactionID,
+                    profileID: profileID,
+                    proof: proof,
+                    plan: plan,
+                    flowLifetime: flowLifetime,
+                    db
+                )
+            )
+        }
+    }
+
+    /// Checks and keeps the device's transaction signature; false when it does not verify.
+    private func verifySignature(
+        _ answer: MobileAuthAnswer,
+        signingHash: Data,
+        device: Row,
+        _ transactionID: String,
+        _ db: Database
+    ) throws -> Bool {
+        // The device signs the hash of the signing data: the store never holds the data itself.
+        let content = MobileAuthAnswer.signedContent(
+            transactionID: transactionID,
+            signingDataHash: signingHash,
+            decision: answer.decision
+        )
+        guard let jwk = answer.publicKey, jwk.thumbprint == device["key_thumbprint"], let key = jwk.publicKey(),
+            let signatureData = answer.signature?.data,
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData)
+        else { throw ServerError.invalidRequest("This type signs transactions: sign with the profile's key.") }
+        let verified = key.isValidSignature(signature, for: content)
+        try db.execute(
+            sql: """
+                UPDATE mobile_transactions SET signature = ?, user_public_key = ?, signature_verified = ? WHERE id = ?
+                """,
+            arguments: [
+                signatureData, String(decoding: try WireCoding.encode(jwk), as: UTF8.self), verified, transactionID,
+            ]
+        )
+        return verified
+    }
+
+    private func startTransactionFlow(
+        _ transactionID: String,
+        profileID: String,
+        proof: ProofUse,
+        plan: (String, Bool) -> FlowPlan?,
+        flowLifetime: Double,
+        _ db: Database
+    ) throws -> FlowApplied {
+        guard let profile = try Row.fetchOne(db, sql: "SELECT * FROM profiles WHERE id = ?", arguments: [profileID]),
+            let typeName = try String.fetchOne(
+                db,
+                sql: "SELECT type FROM mobile_transactions WHERE id = ?",
+                arguments: [transactionID]
+            ),
+            let chosen = plan(typeName, false).flatMap({ wanted -> FlowPlan? in
+                // An authenticator the profile lacks: the PIN, which every profile has.
+                guard case .authenticate(let id) = wanted.stages.first else { return nil }
+                return (try? self.hasRegistration(profileID, id, db)) == true ? wanted : plan(typeName, true)
+            })
+        else { throw ServerError(500, "server_error", "The transaction's type is no longer configured.") }
+        var row = FlowRow(
+            id: Data.random(count: 24).base64URLEncodedString,
+            clientID: profile["client_id"],
+            profileID: profileID,
+            scope: profile["scope"],
+            keyThumbprint: proof.keyThumbprint,
+            expiresAt: proof.now + flowLifetime,
+            plan: chosen,
+            transactionID: transactionID
+        )
+        let (machine, actions) = FlowMachine.start(
+            chosen,
+            counter: try counter(profileID, excluding: nil, now: proof.now, db)
+        )
+        row.state = machine.state
+        try insert(row, db)
+        return try apply(actions, to: &row, now: proof.now, db)
+    }
+}

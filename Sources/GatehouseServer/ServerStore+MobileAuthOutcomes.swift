@@ -1,0 +1,189 @@
+import Foundation
+import GRDB
+import GatehouseKernel
+import GatehouseProtocol
+
+// Mobile authentication's outcomes: ending transactions (by an answer, a flow, expiry, a newer
+// request, a deregistration), the portal's reads, and the callback outbox.
+
+extension ServerStore {
+    // MARK: - Ending transactions
+
+    /// Approves the flow's transaction; refused when it ended meanwhile (answered on another
+    /// device, superseded, expired).
+    func approveTransaction(for flow: FlowRow, now: Double, _ db: Database) throws {
+        guard let id = flow.transactionID else { return }
+        let open = try Bool.fetchOne(
+            db,
+            sql: "SELECT 1 FROM mobile_transactions WHERE id = ? AND status = 'pending' AND expires_at > ?",
+            arguments: [id, now]
+        )
+        guard open == true else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
+        let method = flow.state.plan.stages.first.map(\.plugin)
+        try end(id, status: .approved, reason: nil, now: now, by: flow.profileID, db)
+        try db.execute(
+            sql: "UPDATE mobile_transactions SET authentication_method = ? WHERE id = ?",
+            arguments: [method, id]
+        )
+    }
+
+    /// A flow for a transaction ended without approving it.
+    func flowEndedWithoutApproval(_ flow: FlowRow, refused: Bool, now: Double, _ db: Database) throws {
+        guard let id = flow.transactionID else { return }
+        try end(
+            id,
+            status: .denied,
+            reason: refused ? "invalid_answer" : "not_accepted",
+            now: now,
+            by: flow.profileID,
+            db
+        )
+    }
+
+    /// Ends the pending transactions `profileID` was asked about that no other device can still answer.
+    func endTransactions(askedOf profileID: String, reason: String, now: Double, _ db: Database) throws {
+        let ids = try String.fetchAll(
+            db,
+            sql: """
+                SELECT t.id FROM mobile_transactions t JOIN mobile_deliveries d ON d.transaction_id = t.id
+                WHERE d.profile_id = ? AND t.status = 'pending'
+                AND NOT EXISTS (SELECT 1 FROM mobile_deliveries o JOIN mobile_enrolments e ON e.profile_id = o.profile_id
+                    WHERE o.transaction_id = t.id AND o.profile_id != ? AND NOT e.disenrolled)
+                """,
+            arguments: [profileID, profileID]
+        )
+        for id in ids { try end(id, status: .denied, reason: reason, now: now, db) }
+    }
+
+    /// Ends a pending transaction and, when it has a callback, puts the callback in the outbox. The
+    /// sealed payloads go: nobody may read them any more, and a key that leaks later opens nothing.
+    func end(
+        _ id: String,
+        status: MobileAuthTransactionStatus,
+        reason: String?,
+        now: Double,
+        by profileID: String? = nil,
+        _ db: Database
+    ) throws {
+        try db.execute(
+            sql: """
+                UPDATE mobile_transactions SET status = ?, reason = ?, answered_at = ?, answered_by = ?,
+                    callback_state = CASE WHEN callback_uri IS NULL THEN 'none' ELSE 'due' END, callback_next_at = ?
+                WHERE id = ? AND status = 'pending'
+                """,
+            arguments: [status.rawValue, reason, now, profileID, now, id]
+        )
+        guard db.changesCount == 1 else { return }
+        try db.execute(sql: "UPDATE mobile_deliveries SET sealed = X'' WHERE transaction_id = ?", arguments: [id])
+    }
+
+    // MARK: - The portal's side
+
+    func transactionResult(_ id: String, apiClient: String, now: Double) async throws -> PortalTransactionResult? {
+        try await pool.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT * FROM mobile_transactions WHERE id = ? AND api_client = ?",
+                    arguments: [id, apiClient]
+                )
+            else { return nil }
+            var status = MobileAuthTransactionStatus(rawValue: row["status"]) ?? .pending
+            var reason: String? = row["reason"]
+            if status == .pending, (row["expires_at"] as Double) <= now { (status, reason) = (.expired, "expired") }
+            return PortalTransactionResult(
+                transactionID: id,
+                userID: row["subject"],
+                type: row["type"],
+                status: status,
+                authenticationMethod: row["authentication_method"],
+                reason: reason,
+                createdAt: row["created_at"],
+                answeredAt: row["answered_at"],
+                signature: row["signature"],
+                userPublicKey: (row["user_public_key"] as String?).flatMap {
+                    try? WireCoding.decode(PublicJWK.self, from: Data($0.utf8))
+                },
+                signatureVerified: row["signature_verified"]
+            )
+        }
+    }
+
+    /// Seconds an ended transaction stays readable by its portal.
+    static let endedTransactionLifetime = 30.0 * 24 * 3600
+
+    /// A callback to make.
+    struct DueCallback: Sendable {
+        var transactionID: String
+        var apiClient: String
+        var uri: String
+        var status: MobileAuthTransactionStatus
+        var attempts: Int
+    }
+
+    /// Marks lapsed pending transactions expired, then returns the callbacks due by `now`.
+    func dueCallbacks(now: Double) async throws -> [DueCallback] {
+        try await pool.write { db in
+            let lapsed = try String.fetchAll(
+                db,
+                sql: "SELECT id FROM mobile_transactions WHERE status = 'pending' AND expires_at <= ?",
+                arguments: [now]
+            )
+            for id in lapsed { try self.end(id, status: .expired, reason: "expired", now: now, db) }
+            // Ended transactions are kept 30 days for the portal to read, then forgotten.
+            try db.execute(
+                sql: """
+                    DELETE FROM mobile_transactions
+                    WHERE status != 'pending' AND answered_at < ? AND callback_state != 'due'
+                    """,
+                arguments: [now - Self.endedTransactionLifetime]
+            )
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, api_client, callback_uri, status, callback_attempts FROM mobile_transactions
+                    WHERE callback_state = 'due' AND callback_next_at <= ? ORDER BY callback_next_at LIMIT 64
+                    """,
+                arguments: [now]
+            )
+            .map {
+                DueCallback(
+                    transactionID: $0["id"],
+                    apiClient: $0["api_client"],
+                    uri: $0["callback_uri"],
+                    status: MobileAuthTransactionStatus(rawValue: $0["status"]) ?? .pending,
+                    attempts: $0["callback_attempts"]
+                )
+            }
+        }
+    }
+
+    /// Records a callback try: sent, or due again after `retryAt` (nil: given up).
+    func callbackTried(_ id: String, delivered: Bool, retryAt: Double?) async throws {
+        try await pool.write { db in
+            let state = delivered ? "sent" : (retryAt == nil ? "failed" : "due")
+            try db.execute(
+                sql: """
+                    UPDATE mobile_transactions SET callback_state = ?, callback_attempts = callback_attempts + 1,
+                        callback_next_at = ? WHERE id = ?
+                    """,
+                arguments: [state, retryAt, id]
+            )
+        }
+    }
+
+    /// The earliest moment a callback is due or a pending transaction lapses, if any.
+    func nextCallbackWork() async throws -> Double? {
+        try await pool.read { db in
+            try Double.fetchOne(
+                db,
+                sql: """
+                    SELECT MIN(t) FROM (
+                        SELECT MIN(callback_next_at) AS t FROM mobile_transactions WHERE callback_state = 'due'
+                        UNION ALL SELECT MIN(expires_at) FROM mobile_transactions
+                            WHERE status = 'pending' AND callback_uri IS NOT NULL)
+                    """
+            )
+        }
+    }
+}
