@@ -158,7 +158,7 @@ extension TokenServer {
         let (stream, continuation) = AsyncStream<Data>.makeStream()
         let wakes = hub.listen(profileID)
         let tasks = Mutex<[Task<Void, Never>]>([])
-        continuation.onTermination = { _ in tasks.withLock { $0.forEach { $0.cancel() } } }
+        continuation.onTermination = { _ in tasks.withLock { for task in $0 { task.cancel() } } }
         let heartbeat = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(15))
