@@ -154,14 +154,17 @@ extension UserClient {
                         for try await chunk in chunks {
                             for event in parser.feed(chunk) where event.name == "mobile-auth" {
                                 guard
-                                    let push = try? WireCoding.decode(
-                                        PushNotification.self,
+                                    let received = try? WireCoding.decode(
+                                        MobileAuthEvent.self,
                                         from: Data(event.data.utf8)
                                     )
                                 else { continue }
                                 if let id = event.id { lastEventID = id }
                                 delay = reconnectDelay
-                                continuation.yield(PendingMobileAuthRequest(push, userInfo: [:]))
+                                if let sealed = received.sealed {
+                                    await self.keep(sealed, for: received.request.transactionID)
+                                }
+                                continuation.yield(PendingMobileAuthRequest(received.request, userInfo: [:]))
                             }
                         }
                     } catch let error as any DomainError where Self.endsChannel(error) {
@@ -189,6 +192,12 @@ extension UserClient {
             GenericError.Code.requestInvalid.name, GenericError.Code.configurationInvalid.name,
         ]
         return final.contains(error.codeName)
+    }
+
+    /// Keeps a payload the events channel brought, for the handling that follows (a bounded few).
+    func keep(_ sealed: SealedBox, for transactionID: String) {
+        if receivedPayloads.count >= 64 { receivedPayloads.removeAll() }
+        receivedPayloads[transactionID] = sealed
     }
 
     // MARK: - Handling a request
@@ -236,22 +245,26 @@ extension UserClient {
         guard let enrolment = try store.mobileAuthEnrolment(profile: profile.id) else {
             throw MobileAuthRequestError(.notEnrolled)
         }
-        let response: MobileAuthPayloadResponse
-        do {
-            response = try await deregisteringOnRefusal(profile) {
-                try await self.calls.call(
-                    "GET",
-                    Endpoint.mobileAuthTransaction(pending.transactionID, profile: profile.id),
-                    key: stored.key,
-                    errors: .mobileAuthRequest
-                )
+        // The events channel brought the payload along; otherwise fetch it.
+        var sealed = receivedPayloads.removeValue(forKey: pending.transactionID)
+        if sealed == nil {
+            do {
+                let response: MobileAuthPayloadResponse = try await deregisteringOnRefusal(profile) {
+                    try await self.calls.call(
+                        "GET",
+                        Endpoint.mobileAuthTransaction(pending.transactionID, profile: profile.id),
+                        key: stored.key,
+                        errors: .mobileAuthRequest
+                    )
+                }
+                sealed = response.sealed
+            } catch let error as MobileAuthRequestError where error.code == .userDisenrolled {
+                try store.removeMobileAuthEnrolment(profile: profile.id)
+                throw error
             }
-        } catch let error as MobileAuthRequestError where error.code == .userDisenrolled {
-            try store.removeMobileAuthEnrolment(profile: profile.id)
-            throw error
         }
         guard
-            let plaintext = try? response.sealed.open(
+            let plaintext = try? sealed?.open(
                 with: enrolment.key,
                 purpose: .payload,
                 transactionID: pending.transactionID

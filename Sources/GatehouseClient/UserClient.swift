@@ -14,6 +14,8 @@ public actor UserClient {
     let calls: ServerCalls
     var session: Session?
     private var busy = false
+    /// Payloads the events channel brought, by transaction, until the request is handled.
+    var receivedPayloads: [String: SealedBox] = [:]
 
     struct Session {
         var profile: UserProfile

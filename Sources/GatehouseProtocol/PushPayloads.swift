@@ -102,3 +102,16 @@ public struct PushNotification: Codable, Sendable, Hashable {
         return try JSONSerialization.data(withJSONObject: ["message": message], options: [.sortedKeys])
     }
 }
+
+/// One event of the events channel: the request as a push announces it, with its payload sealed
+/// for the device — the channel is the device's own, so the payload can ride along and spare the
+/// device a request.
+public struct MobileAuthEvent: Codable, Sendable, Hashable {
+    public var request: PushNotification
+    public var sealed: SealedBox?
+
+    public init(request: PushNotification, sealed: SealedBox?) {
+        self.request = request
+        self.sealed = sealed
+    }
+}

@@ -112,11 +112,20 @@ public struct FCMPushTransport: PushTransport {
 final class EventChannelHub: Sendable {
     private let listeners = Mutex<[String: [UUID: AsyncStream<Void>.Continuation]]>([:])
 
-    /// A stream that yields whenever `profileID` may have something new.
-    func listen(_ profileID: String) -> AsyncStream<Void> {
+    /// Open channels one profile may have: a device needs one, a few for its reconnects.
+    static let maxChannelsPerProfile = 4
+
+    /// A stream that yields whenever `profileID` may have something new; nil when the profile
+    /// already has its most channels open.
+    func listen(_ profileID: String) -> AsyncStream<Void>? {
         let id = UUID()
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        listeners.withLock { $0[profileID, default: [:]][id] = continuation }
+        let admitted = listeners.withLock { listeners in
+            guard (listeners[profileID]?.count ?? 0) < Self.maxChannelsPerProfile else { return false }
+            listeners[profileID, default: [:]][id] = continuation
+            return true
+        }
+        guard admitted else { return nil }
         continuation.onTermination = { [weak self] _ in
             self?.listeners.withLock { listeners in
                 listeners[profileID]?[id] = nil

@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseKernel
 public import GatehouseProtocol
 
@@ -18,7 +19,10 @@ public enum RequestBody {
         guard request.body.count <= maxBytes else {
             throw Refusal(status: 413, description: "The request body is larger than \(maxBytes) bytes.")
         }
-        guard let contentType = request.header("Content-Type")?.lowercased(), contentType.hasPrefix("application/json")
+        // The media type exactly (parameters such as charset may follow), not a prefix of it.
+        guard let contentType = request.header("Content-Type")?.lowercased(),
+            contentType.split(separator: ";", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces)
+                == "application/json"
         else {
             throw Refusal(status: 415, description: "The request body must be JSON (Content-Type: application/json).")
         }
@@ -29,10 +33,35 @@ public enum RequestBody {
             throw Refusal(status: 400, description: "The body is not valid JSON: \(error.problem).")
         }
         guard case .object = value else { throw Refusal(status: 400, description: "The body must be a JSON object.") }
+        // SQLite and C strings end at NUL, so a NUL would let what is stored or shown differ from
+        // what was checked; no field has a use for one.
+        if let path = nulPath(in: value) {
+            throw Refusal(status: 400, description: "Invalid field \(path): contains a NUL character.")
+        }
         do {
             return try ConfigurationDecoder().decode(type, from: value)
         } catch {
             throw Refusal(status: 400, description: "Invalid field \(error.description).")
+        }
+    }
+
+    /// The key path of the first string (or key) holding U+0000, if any.
+    private static func nulPath(in value: ConfigValue, at path: String = "") -> String? {
+        switch value {
+        case .string(let text): return text.utf8.contains(0) ? (path.isEmpty ? "body" : path) : nil
+        case .list(let items):
+            for (index, item) in items.enumerated() {
+                if let found = nulPath(in: item, at: "\(path)[\(index)]") { return found }
+            }
+            return nil
+        case .object(let fields):
+            for (key, item) in fields {
+                let child = path.isEmpty ? key : "\(path).\(key)"
+                if key.utf8.contains(0) { return child }
+                if let found = nulPath(in: item, at: child) { return found }
+            }
+            return nil
+        case .null, .bool, .integer, .number: return nil
         }
     }
 }

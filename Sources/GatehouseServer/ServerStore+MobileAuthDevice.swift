@@ -34,7 +34,7 @@ extension ServerStore {
 
     /// The profile's pending requests, newest first; `after`: only deliveries after that sequence
     /// number (the event channel's `Last-Event-ID`). The proof is recorded: a replayed one is refused.
-    func pending(_ profileID: String, proof: ProofUse, after: Int64 = 0) async throws -> [(Int64, PushNotification)] {
+    func pending(_ profileID: String, proof: ProofUse, after: Int64 = 0) async throws -> [PendingDelivery] {
         try await pool.write { db in
             _ = try self.enrolledDevice(profileID, proof: proof, db)
             try self.record(proof, db)
@@ -49,7 +49,7 @@ extension ServerStore {
         keyThumbprint: String,
         after: Int64,
         now: Double
-    ) async throws -> [(Int64, PushNotification)]? {
+    ) async throws -> [PendingDelivery]? {
         try await pool.read { db in
             let proof = ProofUse(keyThumbprint: keyThumbprint, jti: "", now: now)
             guard (try? self.enrolledDevice(profileID, proof: proof, db)) != nil else { return nil }
@@ -57,18 +57,18 @@ extension ServerStore {
         }
     }
 
-    func pendingDeliveries(
-        _ profileID: String,
-        after: Int64,
-        now: Double,
-        _ db: Database
-    ) throws -> [(
-        Int64, PushNotification
-    )] {
+    /// A pending request of one device, with its sealed payload.
+    struct PendingDelivery: Sendable {
+        var seq: Int64
+        var notification: PushNotification
+        var sealed: Data
+    }
+
+    func pendingDeliveries(_ profileID: String, after: Int64, now: Double, _ db: Database) throws -> [PendingDelivery] {
         try Row.fetchAll(
             db,
             sql: """
-                SELECT d.seq, t.id, t.message, t.created_at, t.expires_at FROM mobile_deliveries d
+                SELECT d.seq, d.sealed, t.id, t.message, t.created_at, t.expires_at FROM mobile_deliveries d
                 JOIN mobile_transactions t ON t.id = d.transaction_id
                 WHERE d.profile_id = ? AND d.seq > ? AND t.status = 'pending' AND t.expires_at > ?
                 ORDER BY t.created_at DESC, d.seq DESC
@@ -78,15 +78,16 @@ extension ServerStore {
         .map { row in
             let created: Double = row["created_at"]
             let expires: Double = row["expires_at"]
-            return (
-                row["seq"],
-                PushNotification(
+            return PendingDelivery(
+                seq: row["seq"],
+                notification: PushNotification(
                     transactionID: row["id"],
                     profileID: profileID,
                     message: row["message"],
                     createdAt: created,
                     timeToLive: Int((expires - created).rounded())
-                )
+                ),
+                sealed: row["sealed"]
             )
         }
     }

@@ -91,11 +91,11 @@ extension TokenServer {
             PendingMobileAuthList(
                 requests: pending.map {
                     PendingMobileAuthItem(
-                        transactionID: $0.1.transactionID,
+                        transactionID: $0.notification.transactionID,
                         profileID: profileID,
-                        createdAt: $0.1.createdAt,
-                        timeToLive: $0.1.timeToLive,
-                        message: $0.1.message
+                        createdAt: $0.notification.createdAt,
+                        timeToLive: $0.notification.timeToLive,
+                        message: $0.notification.message
                     )
                 }
             )
@@ -144,8 +144,9 @@ extension TokenServer {
         }
     }
 
-    /// `GET /v1/mobile-auth/events?profile=ID`: server-sent events, one per pending request, from
-    /// the one after `Last-Event-ID` on; a comment every 15 seconds keeps proxies from closing it.
+    /// `GET /v1/mobile-auth/events?profile=ID`: server-sent events, one per pending request with
+    /// its sealed payload, from the one after `Last-Event-ID` on; a comment every 15 seconds keeps
+    /// proxies from closing it.
     func mobileAuthEvents(_ request: WireRequest) async throws -> WireResponse {
         _ = try mobileAuthConfiguration()
         let profileID = try profileParameter(request)
@@ -156,7 +157,15 @@ extension TokenServer {
         // Unbounded: what is queued is bounded by the profile's pending transactions, and a dropped
         // chunk would be a missed request (its id is already past `Last-Event-ID`).
         let (stream, continuation) = AsyncStream<Data>.makeStream()
-        let wakes = hub.listen(profileID)
+        guard let wakes = hub.listen(profileID) else {
+            var busy = ServerError(
+                429,
+                "temporarily_unavailable",
+                "This profile has \(EventChannelHub.maxChannelsPerProfile) event channels open already; close one."
+            )
+            busy.headers["Retry-After"] = "5"
+            throw busy
+        }
         let tasks = Mutex<[Task<Void, Never>]>([])
         continuation.onTermination = { _ in tasks.withLock { for task in $0 { task.cancel() } } }
         let heartbeat = Task {
@@ -178,11 +187,16 @@ extension TokenServer {
                         now: clock.now.timeIntervalSince1970
                     )
                 else { break }
-                for (seq, notification) in fresh.sorted(by: { $0.0 < $1.0 }) {
-                    guard let data = try? WireCoding.encode(notification) else { continue }
-                    let event = "id: \(seq)\nevent: mobile-auth\ndata: \(String(decoding: data, as: UTF8.self))\n\n"
-                    continuation.yield(Data(event.utf8))
-                    sent = max(sent, seq)
+                for delivery in fresh.sorted(by: { $0.seq < $1.seq }) {
+                    let event = MobileAuthEvent(
+                        request: delivery.notification,
+                        sealed: try? WireCoding.decode(SealedBox.self, from: delivery.sealed)
+                    )
+                    guard let data = try? WireCoding.encode(event) else { continue }
+                    let text =
+                        "id: \(delivery.seq)\nevent: mobile-auth\ndata: \(String(decoding: data, as: UTF8.self))\n\n"
+                    continuation.yield(Data(text.utf8))
+                    sent = max(sent, delivery.seq)
                 }
             }
             continuation.finish()
@@ -237,11 +251,11 @@ extension TokenServer {
         let mobileAuth = try mobileAuthConfiguration()
         let client = try apiClient(request, mobileAuth)
         let body = try decodeBody(PortalMobileAuthRequest.self, request)
-        guard let type = mobileAuth.types.first(where: { $0.name == body.type }) else {
+        guard body.type.utf8.count <= 64, let type = mobileAuth.types.first(where: { $0.name == body.type }) else {
             throw ServerError(
                 404,
                 "invalid_request",
-                "There is no mobile authentication type \"\(body.type)\".",
+                "There is no mobile authentication type \"\(body.type.prefix(64))\".",
                 code: 3005
             )
         }

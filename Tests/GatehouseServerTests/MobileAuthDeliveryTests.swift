@@ -258,6 +258,22 @@ struct MobileAuthDeliveryTests {
             )
             #expect(malformed.status == 400)
             #expect(String(decoding: malformed.body, as: UTF8.self).contains("user_id"))
+            // A NUL would make what is stored differ from what was checked.
+            let nul = try await fixture.send(
+                "POST",
+                Endpoint.portalMobileAuth,
+                body: Data(#"{"user_id": "jane@example.com\u0000x", "type": "login"}"#.utf8),
+                headers: ["Authorization": portal.authorization]
+            )
+            #expect(nul.status == 400)
+            #expect(String(decoding: nul.body, as: UTF8.self).contains("user_id: contains a NUL"))
+            let notJSON = try await fixture.send(
+                "POST",
+                Endpoint.portalMobileAuth,
+                body: try WireCoding.encode(PortalMobileAuthRequest(userID: "jane@example.com", type: "login")),
+                headers: ["Authorization": portal.authorization, "Content-Type": "application/jsonx"]
+            )
+            #expect(notJSON.status == 415)
             #expect(try fixture.snapshotMobileAuth() == before)
 
             // 155 characters are fine; another API client cannot read this client's transaction.
@@ -339,6 +355,29 @@ struct MobileAuthDeliveryTests {
             }
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
+        }
+    }
+
+    @Test("a profile may keep a few event channels open, not more")
+    func channelLimit() async throws {
+        try await withFixture(.embedded) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture, token: nil)
+            var open: [WireResponse] = []
+            for _ in 0..<5 {
+                let proof = try await client.dpopProof(
+                    method: "GET",
+                    url: fixture.transport.baseURL + Endpoint.mobileAuthEvents
+                )
+                open.append(
+                    try await fixture.send(
+                        "GET",
+                        Endpoint.mobileAuthEvents + "?profile=" + profile.id,
+                        headers: ["DPoP": proof]
+                    )
+                )
+            }
+            #expect(open.map(\.status) == [200, 200, 200, 200, 429])
+            #expect(open.last?.headers["Retry-After"] == "5")
         }
     }
 }
