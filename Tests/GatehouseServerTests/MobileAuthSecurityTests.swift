@@ -134,7 +134,9 @@ struct MobileAuthSecurityTests {
             let started = try await portal.started("login")
             let request = try pending(client, from: lastPush(fixture))
             // Age the transaction in the database rather than wait a minute.
-            try await DatabaseQueue(path: fixture.serverDatabase).write { db in
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(5)  // the server writes too
+            try await DatabaseQueue(path: fixture.serverDatabase, configuration: configuration).write { db in
                 try db.execute(
                     sql: "UPDATE mobile_transactions SET expires_at = ? WHERE id = ?",
                     arguments: [Date().timeIntervalSince1970 - 1, started.transactionID]
