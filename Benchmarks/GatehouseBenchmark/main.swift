@@ -3,7 +3,7 @@
 // 1, 8 and 64 concurrent clients (throughput, median and p99 latency, the server's own CPU time
 // per operation), beside the cost of the same crypto alone on one core (the floor).
 //
-//   swift build -c release --product gatehouse --product gatehouse-bench
+//   swift build -c release --product gatehouse && swift build -c release --product gatehouse-bench
 //   .build/release/gatehouse-bench [--seconds 5] [--levels 1,8,64] [--operations pin,refresh,push]
 
 import BiometricAuthenticator
