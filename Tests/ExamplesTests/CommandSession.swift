@@ -88,3 +88,30 @@ func startServer(
     }
     return (server, String(announced[start.lowerBound...].prefix { !$0.isWhitespace }))
 }
+
+/// A fresh directory for one test's server and devices.
+func scratchDirectory(_ name: String) throws -> URL {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
+}
+
+/// Registers `email` with PIN 258147 through `gatehouse register` against a running server,
+/// reading the code from the prompt as a user would; returns the command's output.
+@discardableResult
+func registerOverCommandLine(_ device: [String], email: String = "ann@example.com") async throws -> String {
+    let register = try Session(["register"] + device)
+    _ = try await register.waitFor("E-mail address: ")
+    register.type(email)
+    let prompt = try await register.waitFor("Code: ")
+    guard let sent = prompt.range(of: "Code sent to "),
+        let digits = prompt[sent.upperBound...].range(of: #"[0-9]{6}"#, options: .regularExpression)
+    else { throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: "no code in \(prompt)"]) }
+    register.type(String(prompt[digits]))
+    _ = try await register.waitFor("Choose a PIN of 6 digits: ")
+    register.type("258147")
+    guard try await register.finish() == 0 else {
+        throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: register.errors.withLock { $0 }])
+    }
+    return register.output.withLock { $0 }
+}

@@ -7,25 +7,12 @@ struct MobileAuthCommandTests {
         "device enrol and listen answer what portal push starts: number matching, then PIN with signing, then a denial"
     )
     func listenAndPush() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "gatehouse-push-test-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("gatehouse-push-test")
         defer { try? FileManager.default.removeItem(at: directory) }
         let (server, url) = try await startServer(in: directory)
         defer { server.process.terminate() }
         let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
-
-        let register = try Session(["register"] + device)
-        _ = try await register.waitFor("E-mail address: ")
-        register.type("ann@example.com")
-        let prompt = try await register.waitFor("Code: ")
-        let sent = try #require(prompt.range(of: "Code sent to "))
-        let digits = try #require(prompt[sent.upperBound...].range(of: #"[0-9]{6}"#, options: .regularExpression))
-        register.type(String(prompt[digits]))
-        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
-        register.type("258147")
-        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
+        try await registerOverCommandLine(device)
 
         let enrol = try Session(["device", "enrol"] + device)
         enrol.type("258147")
