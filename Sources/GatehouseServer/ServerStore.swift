@@ -180,7 +180,11 @@ final class ServerStore: Sendable {
                 columns: ["identity_provider", "subject", "type"]
             )
             // The outbox's sweeps: lapsed pending transactions, and ended ones past their keeping.
-            try db.create(index: "mobile_transactions_expiry", on: "mobile_transactions", columns: ["status", "expires_at"])
+            try db.create(
+                index: "mobile_transactions_expiry",
+                on: "mobile_transactions",
+                columns: ["status", "expires_at"]
+            )
             try db.create(index: "mobile_transactions_answered", on: "mobile_transactions", columns: ["answered_at"])
             // One sealed payload per asked device; `seq` orders the event channel.
             try db.create(table: "mobile_deliveries") { table in
