@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
         .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
         .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
+        .library(name: "GatehouseLogin", targets: ["GatehouseLogin"]),
         .library(name: "TOTPAuthenticator", targets: ["TOTPAuthenticator"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
@@ -98,6 +99,16 @@ let package = Package(
         .executableTarget(
             name: "gatehouse",
             dependencies: ["GatehouseCommands", "GatehouseKernel", "GatehousePlugins"]
+        ),
+        // The hosted login: a user directory, the login page and authorization codes with PKCE.
+        .target(
+            name: "GatehouseLogin",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // The XignIn manager, mounted on the token server, and the XignIn registry client.
         .target(
@@ -229,6 +240,10 @@ let package = Package(
         ),
 
         // Tests: one target per plugin (that plugin + kernel + GatehouseTesting only), plus the rest.
+        .testTarget(
+            name: "GatehouseLoginTests",
+            dependencies: ["GatehouseLogin", "GatehouseKernel", "GatehouseProtocol"]
+        ),
         .testTarget(
             name: "PINAuthenticatorTests",
             dependencies: ["PINAuthenticator", "GatehouseKernel", "GatehouseTesting"]
