@@ -38,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // `swift package generate-documentation` (scripts/docs); the articles show Snippets/ as compiled code.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The hosted login's pages are Mustache templates.
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // The kernel: protocols, registry, manifest schema, challenges, errors. Foundation and swift-log only.
@@ -104,10 +106,12 @@ let package = Package(
         .target(
             name: "GatehouseLogin",
             dependencies: [
-                "GatehouseKernel", "GatehouseProtocol",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The XignIn manager, mounted on the token server, and the XignIn registry client.
@@ -242,7 +246,9 @@ let package = Package(
         // Tests: one target per plugin (that plugin + kernel + GatehouseTesting only), plus the rest.
         .testTarget(
             name: "GatehouseLoginTests",
-            dependencies: ["GatehouseLogin", "GatehouseKernel", "GatehouseProtocol"]
+            dependencies: [
+                "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseTesting",
+            ]
         ),
         .testTarget(
             name: "PINAuthenticatorTests",

@@ -205,6 +205,11 @@ public final class LoginStore: Sendable {
         }
     }
 
+    /// Forgets a waiting authorization (the user denied it).
+    public func cancelAuthorization(_ id: String) async throws {
+        try await pool.write { db in try db.execute(sql: "DELETE FROM authorizations WHERE id = ?", arguments: [id]) }
+    }
+
     // MARK: - Codes
 
     /// Ends the waiting authorization `id` with a single-use code for `subject`; returns the code.

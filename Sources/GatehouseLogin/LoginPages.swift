@@ -1,0 +1,98 @@
+import Foundation
+import Mustache
+
+/// The hosted login's pages: Mustache templates (values HTML-escaped by `{{…}}`), one layout.
+enum LoginPages {
+    static let library: MustacheLibrary = {
+        var library = MustacheLibrary()
+        // The templates are constants of this file, so a failure here is a programming error that
+        // every test of the login would show; an empty library renders the fallback text.
+        for (name, text) in [("layout", layout), ("login", login), ("consent", consent), ("problem", problem)] {
+            try? library.register(text, named: name)
+        }
+        return library
+    }()
+
+    /// The page `name` with `values`, inside the layout.
+    static func render(_ name: String, title: String, _ values: [String: Any]) -> String {
+        let body = library.render(values, withTemplate: name) ?? "The page could not be shown."
+        return library.render(["title": title, "body": body], withTemplate: "layout") ?? body
+    }
+
+    static let layout = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>{{title}} · Gatehouse</title>
+        <style>
+          :root { color-scheme: light dark; --accent: #2f5bea; }
+          body { margin: 0; min-height: 100vh; display: grid; place-items: center;
+                 font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+                 background: #f3f5f9; color: #1c2333; }
+          main { width: min(92vw, 380px); background: #fff; border-radius: 14px; padding: 2rem 2rem 1.5rem;
+                 box-shadow: 0 10px 30px rgba(20, 30, 60, .12); }
+          .brand { display: flex; align-items: center; gap: .6rem; font-weight: 600; margin-bottom: 1.25rem; }
+          .brand span { display: inline-grid; place-items: center; width: 2rem; height: 2rem; border-radius: 8px;
+                        background: var(--accent); color: #fff; font-weight: 700; }
+          h1 { font-size: 1.35rem; margin: 0 0 .25rem; }
+          p.lead { margin: 0 0 1.25rem; color: #55607a; }
+          label { display: block; font-weight: 600; margin: .9rem 0 .3rem; }
+          input[type=email], input[type=password], input[type=text] { width: 100%; box-sizing: border-box;
+                 padding: .65rem .75rem; border: 1px solid #c9d0de; border-radius: 8px; font: inherit; }
+          input:focus, button:focus { outline: 3px solid rgba(47, 91, 234, .35); outline-offset: 1px; }
+          button { width: 100%; margin-top: 1.25rem; padding: .7rem; border: 0; border-radius: 8px;
+                   background: var(--accent); color: #fff; font: inherit; font-weight: 600; cursor: pointer; }
+          button.secondary { background: #e7ebf3; color: #1c2333; margin-top: .6rem; }
+          .error { background: #fdecec; color: #8a1c1c; border-radius: 8px; padding: .6rem .75rem; margin: 0 0 1rem; }
+          footer { margin-top: 1.25rem; font-size: .8rem; color: #7a859c; text-align: center; }
+          @media (prefers-color-scheme: dark) {
+            body { background: #10141d; color: #e6e9f0; } main { background: #1a2030; box-shadow: none; }
+            p.lead, footer { color: #9aa4ba; } input[type=email], input[type=password], input[type=text] {
+            background: #10141d; color: #e6e9f0; border-color: #39425a; } button.secondary { background: #2a3246;
+            color: #e6e9f0; } .error { background: #4a1c1c; color: #ffd9d9; } }
+        </style>
+        </head>
+        <body>
+        <main>
+        <div class="brand" aria-hidden="true"><span>G</span> Gatehouse</div>
+        {{{body}}}
+        <footer>Secured by Gatehouse</footer>
+        </main>
+        </body>
+        </html>
+        """
+
+    static let login = """
+        <h1>Sign in</h1>
+        <p class="lead">to continue to {{client}}</p>
+        {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+        <form method="post" action="{{action}}">
+          <input type="hidden" name="authorization" value="{{authorization}}">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <label for="username">E-mail address</label>
+          <input id="username" name="username" type="email" autocomplete="username" required autofocus value="{{username}}">
+          <label for="password">Password</label>
+          <input id="password" name="password" type="password" autocomplete="current-password" required>
+          <button type="submit">Sign in</button>
+        </form>
+        """
+
+    static let consent = """
+        <h1>Allow {{client}}?</h1>
+        <p class="lead">{{client}} asks to sign you in as <strong>{{username}}</strong>{{#scope}} with access to: {{scope}}{{/scope}}.</p>
+        <form method="post" action="{{action}}">
+          <input type="hidden" name="authorization" value="{{authorization}}">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <button type="submit" name="decision" value="allow">Allow</button>
+          <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+        </form>
+        """
+
+    static let problem = """
+        <h1>{{heading}}</h1>
+        <p class="error" role="alert">{{message}}</p>
+        <p class="lead">Return to the app and start again.</p>
+        """
+}

@@ -1,0 +1,212 @@
+import Foundation
+import GatehouseKernel
+import GatehouseProtocol
+import Logging
+
+// The authorization endpoint and the forms behind it. Until the client and its redirect URI are
+// known to be registered, problems are shown on a page; after that they go back to the client
+// as OAuth errors on its redirect URI (RFC 6749 §4.1.2.1).
+
+extension LoginServer {
+    func authorize(_ request: WireRequest) async throws -> WireResponse {
+        guard request.path.utf8.count <= 4096, let query = FormFields(queryOf: request.path) else {
+            throw LoginError("The sign-in link is malformed.")
+        }
+        guard let clientID = query["client_id"], let client = configuration.clients.first(where: { $0.id == clientID })
+        else { throw LoginError("The sign-in link names no application this login knows.") }
+        guard let redirectURI = query["redirect_uri"], LoginConfiguration.allows(redirectURI, for: client) else {
+            throw LoginError("The sign-in link's return address is not registered for \(client.name).")
+        }
+        let state = query["state"] ?? ""
+        func refuse(_ error: String, _ description: String) -> WireResponse {
+            redirect(
+                redirectURI,
+                [("error", error), ("error_description", description)] + (state.isEmpty ? [] : [("state", state)])
+            )
+        }
+        guard query["response_type"] == "code" else {
+            return refuse("unsupported_response_type", "Only response_type=code is supported.")
+        }
+        guard (1...512).contains(state.utf8.count) else {
+            return refuse("invalid_request", "A state of 1 to 512 characters is required.")
+        }
+        guard query["code_challenge_method"] == "S256", let challenge = query["code_challenge"],
+            PKCE.isWellFormedChallenge(challenge)
+        else { return refuse("invalid_request", "PKCE is required: code_challenge with code_challenge_method=S256.") }
+        let scope = query["scope"] ?? ""
+        guard scope.utf8.count <= 512 else { return refuse("invalid_scope", "The scope is too long.") }
+        let authorization = LoginStore.AuthorizationRequest(
+            clientID: client.id,
+            redirectURI: redirectURI,
+            state: state,
+            codeChallenge: challenge,
+            scope: scope
+        )
+        let (id, csrf) = try await store.beginAuthorization(
+            authorization,
+            expiresAt: now + Double(configuration.pageLifetime),
+            now: now
+        )
+        return loginPage(client, id: id, csrf: csrf, redirectURI: redirectURI, status: 200, newCookie: true)
+    }
+
+    func signIn(_ request: WireRequest) async throws -> WireResponse {
+        let (fields, authorization, client) = try await submittedForm(request)
+        guard let username = fields["username"], let password = fields["password"], !username.isEmpty,
+            username.utf8.count <= 254, password.utf8.count <= 1024
+        else { throw LoginError("Send an e-mail address and a password.") }
+        let id = fields["authorization"] ?? ""
+        let csrf = fields["csrf"] ?? ""
+        func again(_ error: String, status: Int) -> WireResponse {
+            loginPage(
+                client,
+                id: id,
+                csrf: csrf,
+                redirectURI: authorization.redirectURI,
+                status: status,
+                error: error,
+                username: username
+            )
+        }
+        let wrong = "Wrong e-mail address or password."
+        switch try await store.beginLogin(
+            username,
+            maxFailures: configuration.maxFailedLogins,
+            lockout: Double(configuration.lockoutDuration),
+            now: now
+        ) {
+        case .unknownUser:
+            let decoy = decoyHash
+            _ = try await cpuWork.run { PasswordHasher.verify(password, against: decoy) }
+            return again(wrong, status: 401)
+        case .locked(let until):
+            let minutes = max(1, Int((until - now) / 60 + 0.99))
+            return again(
+                "Too many wrong passwords: this account is locked for \(minutes) more minute\(minutes == 1 ? "" : "s").",
+                status: 403
+            )
+        case .check(let passwordHash):
+            guard try await cpuWork.run({ PasswordHasher.verify(password, against: passwordHash) }) else {
+                return again(wrong, status: 401)
+            }
+        }
+        try await store.loginSucceeded(username)
+        let subject = LoginStore.normalized(username)
+        guard client.consent else { return try await finish(id, subject: subject, authorization) }
+        try await store.authenticated(id, subject: subject)
+        return page(
+            200,
+            "Allow \(client.name)?",
+            template: "consent",
+            [
+                "client": client.name, "username": subject, "scope": authorization.scope, "authorization": id,
+                "csrf": csrf, "action": Self.consentPath,
+            ],
+            formTarget: origin(of: authorization.redirectURI)
+        )
+    }
+
+    func consent(_ request: WireRequest) async throws -> WireResponse {
+        let (fields, authorization, _) = try await submittedForm(request)
+        let id = fields["authorization"] ?? ""
+        guard let (_, subject) = try await store.authorization(id, csrf: fields["csrf"] ?? "", now: now),
+            let subject
+        else { throw LoginError("Sign in first.") }
+        switch fields["decision"] {
+        case "allow": return try await finish(id, subject: subject, authorization)
+        case "deny":
+            try await store.cancelAuthorization(id)
+            return redirect(
+                authorization.redirectURI,
+                [
+                    ("error", "access_denied"), ("error_description", "The user did not allow it."),
+                    ("state", authorization.state),
+                ]
+            )
+        default: throw LoginError("Choose Allow or Deny.")
+        }
+    }
+
+    /// Issues the code and sends the browser back to the client.
+    private func finish(
+        _ id: String,
+        subject: String,
+        _ authorization: LoginStore.AuthorizationRequest
+    ) async throws -> WireResponse {
+        guard
+            let code = try await store.issueCode(
+                authorization: id,
+                subject: subject,
+                expiresAt: now + Double(configuration.codeLifetime)
+            )
+        else { throw LoginError("This sign-in was already finished.") }
+        logger.info("Signed in", metadata: ["client": "\(authorization.clientID)"])
+        return redirect(authorization.redirectURI, [("code", code), ("state", authorization.state)])
+    }
+
+    /// A posted form whose CSRF token matches both its waiting authorization and its cookie.
+    private func submittedForm(
+        _ request: WireRequest
+    ) async throws -> (FormFields, LoginStore.AuthorizationRequest, LoginConfiguration.Client) {
+        guard
+            request.header("Content-Type")?.lowercased().split(separator: ";").first
+                == "application/x-www-form-urlencoded",
+            request.body.count <= 8192, let fields = FormFields(body: request.body)
+        else { throw LoginError("The form could not be read; send it from the sign-in page.") }
+        let expired = LoginError("This sign-in page expired or was not sent from this site. Start again in the app.")
+        guard let id = fields["authorization"], let csrf = fields["csrf"], !csrf.isEmpty,
+            cookie(Self.cookieName(id), in: request).map({ ConstantTime.equals($0, csrf) }) == true,
+            let (authorization, _) = try await store.authorization(id, csrf: csrf, now: now),
+            let client = configuration.clients.first(where: { $0.id == authorization.clientID })
+        else { throw expired }
+        return (fields, authorization, client)
+    }
+
+    private func loginPage(
+        _ client: LoginConfiguration.Client,
+        id: String,
+        csrf: String,
+        redirectURI: String,
+        status: Int,
+        error: String? = nil,
+        username: String = "",
+        newCookie: Bool = false
+    ) -> WireResponse {
+        // The token travels in the form and in a cookie only this site can set (double submit),
+        // besides matching its hash on the server.
+        let cookie =
+            "\(Self.cookieName(id))=\(csrf); Path=/login/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.pageLifetime)"
+        return page(
+            status,
+            "Sign in",
+            template: "login",
+            [
+                "client": client.name, "authorization": id, "csrf": csrf, "action": Self.authorizePath,
+                "error": error as Any, "username": username,
+            ],
+            formTarget: origin(of: redirectURI),
+            headers: newCookie ? ["Set-Cookie": cookie] : [:]
+        )
+    }
+
+    static func cookieName(_ id: String) -> String {
+        "gh_csrf_"
+            + String(id.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }.prefix(32))
+    }
+
+    private func cookie(_ name: String, in request: WireRequest) -> String? {
+        for pair in (request.header("Cookie") ?? "").split(separator: ";") {
+            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == name { return String(parts[1]) }
+        }
+        return nil
+    }
+
+    /// `scheme://host[:port]` of `uri`, for the page's form-action policy.
+    private func origin(of uri: String) -> String? {
+        guard let parts = URLComponents(string: uri), let scheme = parts.scheme, let host = parts.host else {
+            return nil
+        }
+        return "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)" + (parts.port.map { ":\($0)" } ?? "")
+    }
+}

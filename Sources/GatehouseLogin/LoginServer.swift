@@ -1,0 +1,165 @@
+public import Foundation
+public import GatehouseKernel
+public import GatehouseProtocol
+public import GatehouseServer
+import Logging
+
+/// The hosted login, mounted on the token server under `/login/`: the OAuth 2.0 authorization
+/// endpoint (code flow, PKCE S256 required, exact redirect URIs, loopback redirects for native
+/// apps), the login page against the user directory, the consent page, and redemption of the
+/// codes it issues (``redeem(code:clientID:redirectURI:verifier:)``) for the `idp.browser` plugin.
+public final class LoginServer: ServerExtension {
+    public var pathPrefix: String { "/login/" }
+    public static let authorizePath = "/login/authorize"
+    public static let consentPath = "/login/consent"
+
+    public let configuration: LoginConfiguration
+    let store: LoginStore
+    let hasher: PasswordHasher
+    let clock: any WallClock
+    let cpuWork: any CPUWorkExecutor
+    let logger: Logger
+    /// Checked when a username is unknown, so an unknown user costs as long as a wrong password.
+    let decoyHash: String
+
+    /// A login with `configuration`, its state in `directory/login.sqlite`.
+    public init(configuration: LoginConfiguration, directory: URL, environment: PluginEnvironment) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.configuration = configuration
+        store = try LoginStore(path: directory.appendingPathComponent("login.sqlite").path)
+        hasher = PasswordHasher(logN: configuration.passwordCost, blockSize: 8, parallelism: 1)
+        clock = environment.clock
+        cpuWork = environment.cpuWork
+        logger = environment.logger
+        decoyHash = try hasher.hash(Data.random(count: 16).base64URLEncodedString)
+    }
+
+    /// The manifest's `login` section.
+    public convenience init(manifest: Manifest, directory: URL, environment: PluginEnvironment) throws {
+        try self.init(
+            configuration: try manifest.section("login", as: LoginConfiguration.self),
+            directory: directory,
+            environment: environment
+        )
+    }
+
+    var now: Double { clock.now.timeIntervalSince1970 }
+
+    // MARK: - Users
+
+    /// Adds a user to the directory; the password is hashed off the caller's thread.
+    public func addUser(_ username: String, password: String) async throws {
+        guard password.count >= 8 else { throw LoginError("A password needs at least 8 characters.") }
+        let hasher = hasher
+        let hash = try await cpuWork.run { try hasher.hash(password) }
+        do {
+            try await store.addUser(username, passwordHash: hash, now: now)
+        } catch LoginStore.UserError.exists {
+            throw LoginError("The user \(LoginStore.normalized(username)) exists already.")
+        } catch LoginStore.UserError.invalidUsername {
+            throw LoginError("A username is 1 to 254 characters.")
+        }
+    }
+
+    public func usernames() async throws -> [String] { try await store.usernames() }
+
+    // MARK: - Codes
+
+    /// Redeems a code this login issued: once, for its client and redirect, with the PKCE
+    /// verifier. Returns the user.
+    public func redeem(
+        code: String,
+        clientID: String,
+        redirectURI: String,
+        verifier: String
+    ) async throws(LoginStore.RedemptionError) -> String {
+        do {
+            return try await store.redeem(
+                code,
+                clientID: clientID,
+                redirectURI: redirectURI,
+                verifier: verifier,
+                now: now
+            ).subject
+        } catch let error as LoginStore.RedemptionError {
+            throw error
+        } catch {
+            logger.error("Code redemption failed", metadata: ["error": "\(String(reflecting: error))"])
+            throw .unknown
+        }
+    }
+
+    // MARK: - Requests
+
+    public func handle(_ request: WireRequest) async -> WireResponse {
+        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        do {
+            switch (request.method, path) {
+            case ("GET", Self.authorizePath): return try await authorize(request)
+            case ("POST", Self.authorizePath): return try await signIn(request)
+            case ("POST", Self.consentPath): return try await consent(request)
+            case (_, Self.authorizePath), (_, Self.consentPath):
+                return page(405, "Not allowed", "This page does not accept \(request.method.prefix(10)) requests.")
+            default:
+                return page(404, "Not found", "There is no such page.")
+            }
+        } catch let problem as LoginError {
+            return page(400, "Cannot continue", problem.message)
+        } catch {
+            logger.error("Login request failed", metadata: ["error": "\(String(reflecting: error))"])
+            return page(500, "Something went wrong", "The login could not complete the request.")
+        }
+    }
+
+    /// A page with the security headers every login page carries.
+    func page(
+        _ status: Int,
+        _ title: String,
+        template: String = "problem",
+        _ values: [String: Any] = [:],
+        formTarget: String? = nil,
+        headers extra: [String: String] = [:]
+    ) -> WireResponse {
+        // Forms post here and may redirect to the client's redirect URI: both are allowed targets.
+        let formAction = ["'self'", formTarget].compactMap { $0 }.joined(separator: " ")
+        var headers = [
+            "Content-Type": "text/html; charset=utf-8",
+            "Cache-Control": "no-store",
+            "Content-Security-Policy":
+                "default-src 'none'; style-src 'unsafe-inline'; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'",
+            "X-Frame-Options": "DENY",
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+        ]
+        headers.merge(extra) { $1 }
+        return WireResponse(
+            status: status,
+            headers: headers,
+            body: Data(LoginPages.render(template, title: title, values).utf8)
+        )
+    }
+
+    func page(_ status: Int, _ heading: String, _ message: String) -> WireResponse {
+        page(status, heading, ["heading": heading, "message": message])
+    }
+
+    /// A 303 to the client's redirect URI with `fields` added to its query.
+    func redirect(_ redirectURI: String, _ fields: [(String, String)]) -> WireResponse {
+        let separator = redirectURI.contains("?") ? "&" : "?"
+        return WireResponse(
+            status: 303,
+            headers: [
+                "Location": redirectURI + separator + FormFields.encode(fields),
+                "Cache-Control": "no-store",
+                "Referrer-Policy": "no-referrer",
+            ],
+            body: Data()
+        )
+    }
+}
+
+/// A problem the user is shown on a page.
+struct LoginError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}

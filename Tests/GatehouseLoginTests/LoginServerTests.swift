@@ -1,0 +1,214 @@
+import Foundation
+import GatehouseKernel
+import GatehouseLogin
+import GatehouseProtocol
+import GatehouseTesting
+import Testing
+
+/// A login with two clients (one asks for consent) and the user ann@example.com.
+private func withLogin(_ body: (LoginServer) async throws -> Void) async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "gatehouse-login-\(UUID().uuidString)"
+    )
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let configuration = try ConfigurationDecoder().decode(
+        LoginConfiguration.self,
+        from: .object([
+            "clients": .list([
+                .object([
+                    "id": .string("gatehouse"), "name": .string("Example App"),
+                    "loopbackRedirectPaths": .list([.string("/callback")]),
+                ]),
+                .object([
+                    "id": .string("portal"), "name": .string("Example Portal"),
+                    "redirectURIs": .list([.string("https://portal.example/cb")]), "consent": .bool(true),
+                ]),
+            ]),
+            "maxFailedLogins": .integer(3), "passwordCost": .integer(14),
+        ])
+    )
+    let login = try LoginServer(configuration: configuration, directory: directory, environment: PluginEnvironment())
+    try await login.addUser("ann@example.com", password: "correct horse")
+    try await body(login)
+}
+
+/// A browser's view of one sign-in: the authorization request, the page's form fields, its cookie.
+private struct Browser {
+    let login: LoginServer
+    var verifier = PKCE.makeVerifier()
+    var clientID = "gatehouse"
+    var redirectURI = "http://127.0.0.1:53180/callback"
+    var state = "state-1"
+    var fields: [String: String] = [:]
+    var cookie = ""
+
+    func query(method: String = "S256", challenge: String? = nil, state: String? = nil) -> String {
+        var parts = [
+            "response_type=code", "client_id=\(clientID)", "redirect_uri=\(redirectURI)",
+            "code_challenge=\(challenge ?? PKCE.challenge(for: verifier))", "code_challenge_method=\(method)",
+        ]
+        let state = state ?? self.state
+        if !state.isEmpty { parts.append("state=\(state)") }
+        return parts.joined(separator: "&")
+    }
+
+    mutating func open(_ query: String? = nil) async -> WireResponse {
+        let response = await login.handle(
+            WireRequest(method: "GET", path: LoginServer.authorizePath + "?" + (query ?? self.query()))
+        )
+        let html = String(decoding: response.body, as: UTF8.self)
+        for name in ["authorization", "csrf"] {
+            if let range = html.range(of: #"name="\#(name)" value="([^"]+)""#, options: .regularExpression) {
+                fields[name] = String(html[range].split(separator: "\"")[3])
+            }
+        }
+        if let setCookie = response.headers["Set-Cookie"] { cookie = String(setCookie.prefix { $0 != ";" }) }
+        return response
+    }
+
+    func post(
+        _ extra: [String: String],
+        to path: String = LoginServer.authorizePath,
+        cookie: String? = nil
+    ) async -> WireResponse {
+        let body = fields.merging(extra) { $1 }.map {
+            "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+        }
+        .joined(separator: "&")
+        return await login.handle(
+            WireRequest(
+                method: "POST",
+                path: path,
+                headers: ["Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie ?? self.cookie],
+                body: Data(body.utf8)
+            )
+        )
+    }
+}
+
+private func location(_ response: WireResponse) -> [String: String] {
+    guard let location = response.headers["Location"], let query = URLComponents(string: location)?.queryItems else {
+        return [:]
+    }
+    return Dictionary(query.map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { first, _ in first })
+}
+
+@Suite("Hosted login: the authorization endpoint and its pages", .serialized)
+struct LoginServerTests {
+    @Test("a valid request shows a login page with a CSRF token and strict headers; the right password returns a code")
+    func signIn() async throws {
+        try await withLogin { login in
+            var browser = Browser(login: login)
+            let page = await browser.open()
+            #expect(page.status == 200)
+            let html = String(decoding: page.body, as: UTF8.self)
+            #expect(html.contains("<h1>Sign in</h1>") && html.contains("to continue to Example App"))
+            #expect(html.contains(#"autocomplete="current-password""#))
+            #expect(page.headers["Content-Security-Policy"]?.contains("frame-ancestors 'none'") == true)
+            #expect(
+                page.headers["Content-Security-Policy"]?.contains("form-action 'self' http://127.0.0.1:53180") == true
+            )
+            #expect(page.headers["X-Frame-Options"] == "DENY")
+            #expect(page.headers["Set-Cookie"]?.contains("HttpOnly; SameSite=Strict") == true)
+            #expect(browser.fields["csrf"] != nil && browser.fields["authorization"] != nil)
+
+            let signedIn = await browser.post(["username": "Ann@Example.com ", "password": "correct horse"])
+            #expect(signedIn.status == 303)
+            let back = location(signedIn)
+            #expect(back["state"] == "state-1")
+            let code = try #require(back["code"])
+            let subject = try await login.redeem(
+                code: code,
+                clientID: "gatehouse",
+                redirectURI: browser.redirectURI,
+                verifier: browser.verifier
+            )
+            #expect(subject == "ann@example.com")
+            // The page's form is spent: posting it again finds nothing.
+            #expect(await browser.post(["username": "ann@example.com", "password": "correct horse"]).status == 400)
+        }
+    }
+
+    @Test("unknown client or unregistered redirect: a page, never a redirect; other problems go back to the client")
+    func refusals() async throws {
+        try await withLogin { login in
+            var browser = Browser(login: login)
+            browser.clientID = "stranger"
+            #expect(await browser.open().status == 400)
+            browser.clientID = "gatehouse"
+            for redirect in [
+                "http://127.0.0.1:53180/other", "http://evil.example/callback", "http://127.0.0.1:0/callback",
+            ] {
+                browser.redirectURI = redirect
+                let refused = await browser.open()
+                #expect(refused.status == 400, "\(redirect)")
+                #expect(refused.headers["Location"] == nil)
+            }
+            browser.redirectURI = "http://127.0.0.1:61000/callback"  // any loopback port (RFC 8252)
+            for (query, error) in [
+                (browser.query(method: "plain", challenge: browser.verifier), "invalid_request"),
+                (browser.query(challenge: ""), "invalid_request"),
+                (browser.query(state: ""), "invalid_request"),
+                (
+                    browser.query().replacingOccurrences(of: "response_type=code", with: "response_type=token"),
+                    "unsupported_response_type"
+                ),
+            ] {
+                let back = await browser.open(query)
+                #expect(back.status == 303)
+                #expect(location(back)["error"] == error, "\(query)")
+            }
+        }
+    }
+
+    @Test("a missing or wrong CSRF token, or a missing cookie, is refused and counts no attempt")
+    func csrf() async throws {
+        try await withLogin { login in
+            var browser = Browser(login: login)
+            _ = await browser.open()
+            let right = ["username": "ann@example.com", "password": "correct horse"]
+            #expect(await browser.post(right, cookie: "").status == 400)
+            var forged = browser
+            forged.fields["csrf"] = "forged"
+            #expect(await forged.post(right).status == 400)
+            forged.fields["csrf"] = nil
+            #expect(await forged.post(right).status == 400)
+            #expect(await browser.post(right).status == 303)
+        }
+    }
+
+    @Test("wrong passwords: the same message as an unknown user, then a locked account")
+    func lockout() async throws {
+        try await withLogin { login in
+            var browser = Browser(login: login)
+            _ = await browser.open()
+            let unknown = await browser.post(["username": "nobody@example.com", "password": "whatever1"])
+            #expect(unknown.status == 401)
+            for _ in 0..<3 {
+                let wrong = await browser.post(["username": "ann@example.com", "password": "wrong password"])
+                #expect(wrong.status == 401)
+                #expect(String(decoding: wrong.body, as: UTF8.self).contains("Wrong e-mail address or password."))
+            }
+            let locked = await browser.post(["username": "ann@example.com", "password": "correct horse"])
+            #expect(locked.status == 403)
+            #expect(String(decoding: locked.body, as: UTF8.self).contains("locked for 15 more minutes"))
+        }
+    }
+
+    @Test("consent: allow returns a code, deny returns access_denied")
+    func consent() async throws {
+        try await withLogin { login in
+            for (decision, expected) in [("allow", "code"), ("deny", "error")] {
+                var browser = Browser(login: login, clientID: "portal", redirectURI: "https://portal.example/cb")
+                _ = await browser.open()
+                let asked = await browser.post(["username": "ann@example.com", "password": "correct horse"])
+                #expect(asked.status == 200)
+                #expect(String(decoding: asked.body, as: UTF8.self).contains("Allow Example Portal?"))
+                let answered = await browser.post(["decision": decision], to: LoginServer.consentPath)
+                #expect(answered.status == 303)
+                #expect(location(answered)[expected] != nil)
+                if decision == "deny" { #expect(location(answered)["error"] == "access_denied") }
+            }
+        }
+    }
+}
