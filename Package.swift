@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "BiometricAuthenticator", targets: ["BiometricAuthenticator"]),
         .library(name: "XignInValidators", targets: ["XignInValidators"]),
         .library(name: "CustomAPIIdentityProvider", targets: ["CustomAPIIdentityProvider"]),
+        .library(name: "BrowserIdentityProvider", targets: ["BrowserIdentityProvider"]),
         .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
         .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
         .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
@@ -106,7 +107,7 @@ let package = Package(
         .target(
             name: "GatehouseLogin",
             dependencies: [
-                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "BrowserIdentityProvider",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -138,7 +139,7 @@ let package = Package(
             name: "GatehousePlugins",
             dependencies: [
                 "GatehouseKernel", "PINAuthenticator", "BiometricAuthenticator", "XignInValidators",
-                "CustomAPIIdentityProvider",
+                "CustomAPIIdentityProvider", "BrowserIdentityProvider",
             ]
         ),
         .target(
@@ -170,6 +171,11 @@ let package = Package(
             name: "CustomAPIIdentityProvider",
             dependencies: ["GatehouseKernel"],
             path: "Plugins/CustomAPIIdentityProvider"
+        ),
+        .target(
+            name: "BrowserIdentityProvider",
+            dependencies: ["GatehouseKernel", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Plugins/BrowserIdentityProvider"
         ),
 
         // Examples.
@@ -244,6 +250,10 @@ let package = Package(
         ),
 
         // Tests: one target per plugin (that plugin + kernel + GatehouseTesting only), plus the rest.
+        .testTarget(
+            name: "BrowserIdentityProviderTests",
+            dependencies: ["BrowserIdentityProvider", "GatehouseKernel", "GatehouseTesting"]
+        ),
         .testTarget(
             name: "GatehouseLoginTests",
             dependencies: [

@@ -1,3 +1,4 @@
+public import BrowserIdentityProvider
 public import Foundation
 public import GatehouseKernel
 public import GatehouseProtocol
@@ -8,7 +9,7 @@ import Logging
 /// endpoint (code flow, PKCE S256 required, exact redirect URIs, loopback redirects for native
 /// apps), the login page against the user directory, the consent page, and redemption of the
 /// codes it issues (``redeem(code:clientID:redirectURI:verifier:)``) for the `idp.browser` plugin.
-public final class LoginServer: ServerExtension {
+public final class LoginServer: ServerExtension, BrowserLoginService {
     public var pathPrefix: String { "/login/" }
     public static let authorizePath = "/login/authorize"
     public static let consentPath = "/login/consent"
@@ -66,13 +67,13 @@ public final class LoginServer: ServerExtension {
     // MARK: - Codes
 
     /// Redeems a code this login issued: once, for its client and redirect, with the PKCE
-    /// verifier. Returns the user.
+    /// verifier. Returns the user. (`idp.browser`'s ``BrowserLoginService``.)
     public func redeem(
         code: String,
         clientID: String,
         redirectURI: String,
         verifier: String
-    ) async throws(LoginStore.RedemptionError) -> String {
+    ) async throws -> String {
         do {
             return try await store.redeem(
                 code,
@@ -82,10 +83,10 @@ public final class LoginServer: ServerExtension {
                 now: now
             ).subject
         } catch let error as LoginStore.RedemptionError {
+            if case .replayed = error {
+                logger.warning("An authorization code was used twice", metadata: ["client": "\(clientID)"])
+            }
             throw error
-        } catch {
-            logger.error("Code redemption failed", metadata: ["error": "\(String(reflecting: error))"])
-            throw .unknown
         }
     }
 

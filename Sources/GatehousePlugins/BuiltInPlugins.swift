@@ -1,4 +1,5 @@
 import BiometricAuthenticator
+import BrowserIdentityProvider
 import CustomAPIIdentityProvider
 public import GatehouseKernel
 import PINAuthenticator
@@ -13,7 +14,7 @@ extension PluginRegistry {
             try PluginRegistry(
                 validators: XignInValidators.plugins + [PinPolicyValidatorPlugin.self],
                 authenticators: [PINAuthenticatorPlugin.self, BiometricAuthenticatorPlugin.self],
-                identityProviders: [CustomAPIIdentityProviderPlugin.self]
+                identityProviders: [CustomAPIIdentityProviderPlugin.self, BrowserIdentityProviderPlugin.self]
             )
         }
     }

@@ -1,0 +1,130 @@
+import Crypto
+public import Foundation
+public import GatehouseKernel
+
+// Registration through a browser: OAuth 2.0 authorization code with PKCE (RFC 6749, RFC 7636,
+// RFC 8252 for native apps, RFC 9700 for today's practice). The device makes the PKCE verifier
+// and keeps it; the server half makes the state and builds the authorization URL; the app opens
+// it and hands back the redirect; the server half checks the state and redeems the code, with
+// the verifier, at the login that issued it.
+
+/// The login that issues and redeems the codes (the token server's hosted login, or another one
+/// the host adapts). The host provides it by name in the plugin environment's services.
+public protocol BrowserLoginService: Sendable {
+    /// The user a code was issued for; throws when the code is unknown, expired, used, or not for
+    /// this client, redirect and verifier.
+    func redeem(code: String, clientID: String, redirectURI: String, verifier: String) async throws -> String
+}
+
+struct BrowserMessage: Codable {
+    enum Step: String, Codable { case start, finish }
+    var step: Step
+    var redirectURI: String?
+    var codeChallenge: String?
+    var code: String?
+    var state: String?
+    var codeVerifier: String?
+}
+
+struct BrowserChallenge: Codable {
+    var authorizationURL: String
+}
+
+struct BrowserSession: Codable {
+    var state: String
+    var redirectURI: String
+    var codeChallenge: String
+}
+
+enum PKCEValues {
+    /// 32 random bytes, base64url: a 43-character verifier (RFC 7636 §4.1).
+    static func verifier() -> String { base64URL(Data((0..<32).map { _ in UInt8.random(in: 0...255) })) }
+
+    static func challenge(for verifier: String) -> String { base64URL(Data(SHA256.hash(data: Data(verifier.utf8)))) }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+/// The client half: makes the PKCE verifier, asks the app to open the login, checks the redirect
+/// (its address and the state) and sends the code with the verifier.
+public struct BrowserIdentityProvider: IdentityProvider {
+    public let descriptor: IdentityProviderDescriptor
+    public let redirectURI: URL
+
+    public init(descriptor: IdentityProviderDescriptor, redirectURI: URL) {
+        self.descriptor = descriptor
+        self.redirectURI = redirectURI
+    }
+
+    public func register(_ context: RegistrationContext) async throws -> RegistrationResult {
+        let verifier = PKCEValues.verifier()
+        let start = BrowserMessage(
+            step: .start,
+            redirectURI: redirectURI.absoluteString,
+            codeChallenge: PKCEValues.challenge(for: verifier)
+        )
+        guard case .challenge(let payload) = try await context.server.send(try JSONEncoder().encode(start)),
+            let challenge = try? JSONDecoder().decode(BrowserChallenge.self, from: payload),
+            let url = URL(string: challenge.authorizationURL),
+            let state = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first(where: {
+                $0.name == "state"
+            })?.value
+        else {
+            throw GenericError(.requestInvalid, message: "The server sent no login address.", plugin: descriptor.type)
+        }
+        let answer = await context.responder.browserRegistration(
+            BrowserRegistrationChallenge(identityProvider: descriptor, url: url, redirectURI: redirectURI)
+        )
+        guard case .redirect(let redirect) = answer else { throw GenericError(.actionCancelled) }
+        let fields = try returned(redirect)
+        if let error = fields["error"] {
+            if error == "access_denied" { throw GenericError(.actionCancelled, message: "The login was not allowed.") }
+            throw RegistrationError(
+                .externalIdentityProviderFailure,
+                message: "The login refused: \(fields["error_description"] ?? error).",
+                plugin: descriptor.type
+            )
+        }
+        // The state this registration sent must come back: anything else is another login's answer.
+        guard let returnedState = fields["state"], ConstantTime.equals(returnedState, state) else {
+            throw RegistrationError(.invalidState, plugin: descriptor.type)
+        }
+        guard let code = fields["code"], !code.isEmpty else {
+            throw RegistrationError(
+                .externalIdentityProviderFailure,
+                message: "The login sent no code.",
+                plugin: descriptor.type
+            )
+        }
+        let finish = BrowserMessage(step: .finish, code: code, state: returnedState, codeVerifier: verifier)
+        guard case .completed(_, let info) = try await context.server.send(try JSONEncoder().encode(finish)) else {
+            throw GenericError(
+                .requestInvalid,
+                message: "The server asked for more than the code.",
+                plugin: descriptor.type
+            )
+        }
+        return RegistrationResult(info: info)
+    }
+
+    /// The redirect's query, if the redirect went to this provider's redirect URI.
+    private func returned(_ redirect: URL) throws -> [String: String] {
+        guard let parts = URLComponents(url: redirect, resolvingAgainstBaseURL: false),
+            let expected = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false),
+            parts.scheme == expected.scheme, parts.host == expected.host, parts.port == expected.port,
+            parts.path == expected.path
+        else {
+            throw RegistrationError(
+                .invalidState,
+                message: "The browser returned to \(redirect.absoluteString.prefix(120)), not to \(redirectURI).",
+                plugin: descriptor.type
+            )
+        }
+        var fields: [String: String] = [:]
+        for item in parts.queryItems ?? [] where fields[item.name] == nil { fields[item.name] = item.value ?? "" }
+        return fields
+    }
+}

@@ -1,0 +1,175 @@
+public import Foundation
+public import GatehouseKernel
+
+/// The server half: makes the state, builds the authorization URL (PKCE S256 always), and on
+/// the way back checks the state before the login redeems the code with the verifier.
+public struct BrowserIdentityProviderHost: IdentityProviderHost {
+    public let descriptor: IdentityProviderDescriptor
+    public let authorizationURL: URL
+    public let clientID: String
+    public let redirectURI: String
+    public let scope: String
+    public let login: any BrowserLoginService
+
+    public init(
+        descriptor: IdentityProviderDescriptor,
+        authorizationURL: URL,
+        clientID: String,
+        redirectURI: String,
+        scope: String,
+        login: any BrowserLoginService
+    ) {
+        self.descriptor = descriptor
+        self.authorizationURL = authorizationURL
+        self.clientID = clientID
+        self.redirectURI = redirectURI
+        self.scope = scope
+        self.login = login
+    }
+
+    public func handle(_ request: RegistrationStepRequest) async throws -> RegistrationOutcome {
+        guard let message = try? JSONDecoder().decode(BrowserMessage.self, from: request.message) else {
+            throw invalid("the message is malformed")
+        }
+        switch message.step {
+        case .start:
+            guard request.session == nil else { throw invalid("the registration has started already") }
+            guard message.redirectURI == redirectURI else { throw invalid("the redirect URI is not this provider's") }
+            guard let challenge = message.codeChallenge, challenge.utf8.count == 43,
+                challenge.utf8.allSatisfy({ $0.isBase64URL })
+            else { throw invalid("a PKCE S256 code challenge (43 characters) is required") }
+            let session = BrowserSession(
+                state: PKCEValues.base64URL(Data((0..<24).map { _ in UInt8.random(in: 0...255) })),
+                redirectURI: redirectURI,
+                codeChallenge: challenge
+            )
+            var url = URLComponents(url: authorizationURL, resolvingAgainstBaseURL: false)
+            url?.queryItems = [
+                URLQueryItem(name: "response_type", value: "code"),
+                URLQueryItem(name: "client_id", value: clientID),
+                URLQueryItem(name: "redirect_uri", value: redirectURI),
+                URLQueryItem(name: "scope", value: scope),
+                URLQueryItem(name: "state", value: session.state),
+                URLQueryItem(name: "code_challenge", value: challenge),
+                URLQueryItem(name: "code_challenge_method", value: "S256"),
+            ]
+            guard let address = url?.url?.absoluteString else { throw invalid("the authorization URL cannot be built") }
+            return .challenge(
+                payload: try JSONEncoder().encode(BrowserChallenge(authorizationURL: address)),
+                session: try JSONEncoder().encode(session)
+            )
+        case .finish:
+            guard let stored = request.session,
+                let session = try? JSONDecoder().decode(BrowserSession.self, from: stored)
+            else { throw invalid("the registration has not started") }
+            guard let state = message.state, ConstantTime.equals(state, session.state) else {
+                return .failure(RegistrationError(.invalidState, plugin: descriptor.type))
+            }
+            guard let code = message.code, (1...512).contains(code.utf8.count), let verifier = message.codeVerifier,
+                ConstantTime.equals(PKCEValues.challenge(for: verifier), session.codeChallenge)
+            else {
+                return .failure(
+                    RegistrationError(
+                        .externalIdentityProviderFailure,
+                        message: "The code or its PKCE verifier is missing or wrong.",
+                        plugin: descriptor.type
+                    )
+                )
+            }
+            do {
+                let subject = try await login.redeem(
+                    code: code,
+                    clientID: clientID,
+                    redirectURI: session.redirectURI,
+                    verifier: verifier
+                )
+                return .registered(RegisteredIdentity(subject: subject))
+            } catch {
+                return .failure(
+                    RegistrationError(
+                        .externalIdentityProviderFailure,
+                        message: "The login did not accept the code (\(error)).",
+                        plugin: descriptor.type
+                    )
+                )
+            }
+        }
+    }
+
+    private func invalid(_ problem: String) -> GenericError {
+        GenericError(.requestInvalid, message: "Browser registration: \(problem).", plugin: descriptor.type)
+    }
+}
+
+extension UInt8 {
+    fileprivate var isBase64URL: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self) || self == 0x2D
+            || self == 0x5F
+    }
+}
+
+/// `idp.browser`: registration through a browser login (authorization code with PKCE).
+///
+/// Configuration: `authorizationURL` (the login's authorization endpoint, as the user's browser
+/// reaches it), `clientID` [gatehouse], `redirectURI` [http://127.0.0.1:53180/callback: a
+/// loopback address the app listens on, RFC 8252], `scope` [openid], and for the server half
+/// `login`: the name of a ``BrowserLoginService`` the host provides.
+public enum BrowserIdentityProviderPlugin: IdentityProviderPlugin {
+    public struct Configuration: Decodable, Sendable {
+        public var authorizationURL: URL
+        public var clientID: String
+        public var redirectURI: URL
+        public var scope: String
+        public var login: String?
+
+        private enum CodingKeys: String, CodingKey { case authorizationURL, clientID, redirectURI, scope, login }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            func url(_ key: CodingKeys, default fallback: String? = nil) throws -> URL {
+                let text =
+                    try fallback.map { try container.decode(String.self, forKey: key, default: $0) }
+                    ?? container.decode(String.self, forKey: key)
+                guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
+                    url.query == nil, url.fragment == nil
+                else { throw container.invalid(key, "expected an http or https URL without query, found \"\(text)\"") }
+                return url
+            }
+            authorizationURL = try url(.authorizationURL)
+            redirectURI = try url(.redirectURI, default: "http://127.0.0.1:53180/callback")
+            clientID = try container.decode(String.self, forKey: .clientID, default: "gatehouse")
+            scope = try container.decode(String.self, forKey: .scope, default: "openid")
+            login = try container.decodeIfPresent(String.self, forKey: .login)
+        }
+    }
+
+    public static let typeIdentifier: PluginTypeIdentifier = "idp.browser"
+    public static let summary = "Registration through a browser login: authorization code with PKCE"
+
+    public static func makeIdentityProvider(
+        configuration: Configuration,
+        context: PluginContext
+    ) -> any IdentityProvider {
+        BrowserIdentityProvider(descriptor: context.descriptor, redirectURI: configuration.redirectURI)
+    }
+
+    public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
+    {
+        guard let name = configuration.login, let login = context.services[name] as? any BrowserLoginService else {
+            let known = context.services.filter { $0.value is any BrowserLoginService }.keys.sorted()
+            throw ConfigurationError(
+                path: [.key("login")],
+                problem: "the host provides no browser login named \"\(configuration.login ?? "")\""
+                    + (known.isEmpty ? "" : "; it provides: \(known.joined(separator: ", "))")
+            )
+        }
+        return BrowserIdentityProviderHost(
+            descriptor: context.descriptor,
+            authorizationURL: configuration.authorizationURL,
+            clientID: configuration.clientID,
+            redirectURI: configuration.redirectURI.absoluteString,
+            scope: configuration.scope,
+            login: login
+        )
+    }
+}
