@@ -90,6 +90,7 @@ let package = Package(
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseClient", "GatehouseYAML",
                 "GatehousePlugins", "CustomAPIIdentityProvider", "XignInManager", "XignInClient", "XignInValidators",
+                "GatehouseLogin",
                 "BiometricAuthenticator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -310,7 +311,7 @@ let package = Package(
             dependencies: [
                 "GatehouseServer", "GatehouseClient", "GatehouseKernel", "GatehouseProtocol", "GatehousePlugins",
                 "GatehouseYAML", "GatehouseTesting", "CustomAPIIdentityProvider", "TOTPAuthenticator",
-                "BiometricAuthenticator",
+                "BiometricAuthenticator", "GatehouseLogin", "BrowserIdentityProvider",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

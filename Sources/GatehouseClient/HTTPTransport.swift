@@ -28,7 +28,7 @@ public struct HTTPTransport: TokenServerTransport {
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await URLSession.shared.data(for: urlRequest)
+            (data, response) = try await Self.session.data(for: urlRequest)
         } catch let error as URLError {
             switch error.code {
             case .notConnectedToInternet, .networkConnectionLost, .dataNotAllowed:
@@ -47,5 +47,21 @@ public struct HTTPTransport: TokenServerTransport {
             if let name = name as? String, let value = value as? String { headers[name] = value }
         }
         return WireResponse(status: http.statusCode, headers: headers, body: data)
+    }
+
+    /// The server's answer as it is: redirects are returned, not followed (a token server sends
+    /// none, and the hosted login's redirect belongs to the app).
+    static let session = URLSession(configuration: .default, delegate: ReturningRedirects(), delegateQueue: nil)
+}
+
+private final class ReturningRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }

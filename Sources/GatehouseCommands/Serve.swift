@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GatehouseKernel
+import GatehouseLogin
 import GatehousePlugins
 import GatehouseServer
 import Hummingbird
@@ -35,6 +36,12 @@ struct Serve: AsyncParsableCommand {
             // The XignIn manager is mounted when the manifest has an `xignin` section; its state
             // and outbox sit beside the server's database.
             var extensions: [any ServerExtension] = []
+            // The hosted login is mounted when the manifest has a `login` section, and offered to
+            // `idp.browser` as the service "gatehouse-login".
+            if let login = try CommandSupport.login(loaded, database: database, environment: environment) {
+                extensions.append(login)
+                environment.services[CommandSupport.loginService] = login
+            }
             if loaded.sections["xignin"] != nil {
                 let directory = URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent(
                     "xignin"

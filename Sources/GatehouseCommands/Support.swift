@@ -4,6 +4,7 @@ import CustomAPIIdentityProvider
 import Foundation
 import GatehouseClient
 import GatehouseKernel
+import GatehouseLogin
 import GatehousePlugins
 import GatehouseYAML
 import Logging
@@ -56,7 +57,17 @@ enum CommandSupport {
     }
 
     static func manifest(_ path: String) throws -> Manifest {
-        try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: ["server", "xignin"])
+        try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: ["server", "xignin", "login"])
+    }
+
+    /// The name under which the hosted login is offered to `idp.browser`.
+    static let loginService = "gatehouse-login"
+
+    /// The hosted login of `manifest`'s `login` section, its state in `login/` beside `database`.
+    static func login(_ manifest: Manifest, database: String, environment: PluginEnvironment) throws -> LoginServer? {
+        guard manifest.sections["login"] != nil else { return nil }
+        let directory = URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent("login")
+        return try LoginServer(manifest: manifest, directory: directory, environment: environment)
     }
 
     static func environment(logger: Logger) -> PluginEnvironment {

@@ -1,0 +1,149 @@
+import BrowserIdentityProvider
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehouseLogin
+import GatehousePlugins
+import GatehouseProtocol
+import GatehouseServer
+import GatehouseTesting
+import GatehouseYAML
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A free loopback port, so the manifest can name the login's address before the server listens.
+private func freePort() throws -> Int {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+        }
+    }
+    guard bound else { throw GenericError(.serverNotReachable, message: "no free port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Registers through the browser: the headless browser signs in where the challenge points.
+private struct BrowserDelegate: RegistrationDelegate {
+    let browser: HeadlessLoginBrowser
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
+        guard let redirect = try? await browser.signIn(at: challenge.url) else { return .cancel }
+        return .redirect(redirect)
+    }
+    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN("258147")) }
+}
+
+/// A token server with the hosted login mounted, reached in `mode`; `body` gets a client and the login.
+private func withLoginServer(
+    _ mode: Mode,
+    _ body: (UserClient, LoginServer, any TokenServerTransport) async throws -> Void
+)
+    async throws
+{
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "gatehouse-browser-\(UUID().uuidString)"
+    )
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let port = try freePort()
+    let base = mode == .http ? "http://127.0.0.1:\(port)" : "http://gatehouse.embedded"
+    let manifest = try ManifestLoader.jsonAndYAML.parse(
+        Data(
+            """
+            server: {clients: [{id: test-app}]}
+            login:
+              passwordCost: 14
+              clients: [{id: gatehouse, name: Example App, loopbackRedirectPaths: [/callback]}]
+            authenticators: [{id: pin, type: pin}]
+            identityProviders:
+              - {id: web, type: idp.browser, name: Example login,
+                 config: {authorizationURL: "\(base)/login/authorize", login: gatehouse-login}}
+            """.utf8
+        ),
+        format: YAMLManifestFormat(),
+        source: "browser.yaml",
+        additionalSections: ["server", "login"]
+    )
+    var environment = PluginEnvironment()
+    let login = try LoginServer(
+        manifest: manifest,
+        directory: directory.appendingPathComponent("login"),
+        environment: environment
+    )
+    try await login.addUser("ann@example.com", password: "correct horse")
+    environment.services["gatehouse-login"] = login
+    let embedded = try EmbeddedTokenServer(
+        directory: directory.appendingPathComponent("server"),
+        manifest: manifest,
+        registry: try PluginRegistry.builtIn,
+        environment: environment,
+        extensions: [login]
+    )
+    func client(_ transport: any TokenServerTransport) throws -> UserClient {
+        try UserClient(
+            configuration: ClientConfiguration(
+                dataDirectory: directory.appendingPathComponent("device"),
+                transport: transport,
+                appID: "test-app",
+                plugins: try PluginRegistry.builtIn.load(manifest, sides: .client)
+            )
+        )
+    }
+    guard mode == .http else { return try await body(try client(embedded), login, embedded) }
+    let application = HTTPTokenServer.application(server: embedded.server, port: port, logger: Logger(label: "test"))
+    let group = ServiceGroup(configuration: .init(services: [application], logger: Logger(label: "test")))
+    let running = Task { try await group.run() }
+    let http = HTTPTransport(baseURL: base)
+    for _ in 0..<100 where (try? await http.send(WireRequest(method: "GET", path: "/health")).status) != 200 {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    do { try await body(try client(http), login, http) } catch {
+        await group.triggerGracefulShutdown()
+        throw error
+    }
+    await group.triggerGracefulShutdown()
+    _ = try? await running.value
+}
+
+@Suite("Registration through the browser", .serialized)
+struct BrowserRegistrationTests {
+    @Test(
+        "the hosted login's code registers the user it names; a wrong password ends nothing but the page",
+        arguments: Mode.allCases
+    )
+    func registers(mode: Mode) async throws {
+        try await withLoginServer(mode) { client, _, transport in
+            let wrong = HeadlessLoginBrowser(
+                transport: transport,
+                username: "ann@example.com",
+                password: "wrong password"
+            )
+            await #expect(throws: GenericError.self) {
+                try await client.registerUser(identityProvider: "web", delegate: BrowserDelegate(browser: wrong))
+            }
+            #expect(try await client.userProfiles().isEmpty)
+
+            let right = HeadlessLoginBrowser(
+                transport: transport,
+                username: "Ann@Example.com",
+                password: "correct horse"
+            )
+            let registered = try await client.registerUser(
+                identityProvider: "web",
+                delegate: BrowserDelegate(browser: right)
+            )
+            #expect(registered.identityProvider.id == "web")
+            #expect(try await client.fetchProfileResource().subject == "ann@example.com")
+        }
+    }
+}
