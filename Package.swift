@@ -291,6 +291,7 @@ let package = Package(
             dependencies: [
                 "ValidateInput", "gatehouse", "XignInRegistration", "ThirdPartyAuthenticator", "PinLengthStore",
                 "PushMobileAuth",
+                "GatehouseTesting",
             ]
         ),
         .testTarget(

@@ -34,12 +34,20 @@ struct Demo: AsyncParsableCommand {
         let logger = CommandSupport.logger("gatehouse.demo")
         let manifest = try CommandSupport.manifest(manifest.manifest)
         let registry = try CommandSupport.registry
-        let environment = CommandSupport.environment(logger: logger)
+        var environment = CommandSupport.environment(logger: logger)
+        // The hosted login, when the manifest has one, as `gatehouse serve` mounts it.
+        var extensions: [any ServerExtension] = []
+        let database = directory.appendingPathComponent("server/server.sqlite").path
+        if let login = try CommandSupport.login(manifest, database: database, environment: environment) {
+            extensions.append(login)
+            environment.services[CommandSupport.loginService] = login
+        }
         let server = try EmbeddedTokenServer(
             directory: directory.appendingPathComponent("server"),
             manifest: manifest,
             registry: registry,
-            environment: environment
+            environment: environment,
+            extensions: extensions
         )
         let client = try UserClient(
             configuration: ClientConfiguration(

@@ -52,6 +52,20 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
         return .data(answer)
     }
 
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
+        if let error = challenge.error { Terminal.say(error.message) }
+        Terminal.say(
+            "Sign in with \(challenge.identityProvider.name) in your browser:\n  \(challenge.url.absoluteString)"
+        )
+        SystemBrowser.open(challenge.url)
+        do {
+            return .redirect(try await SystemBrowser.receiveRedirect(at: challenge.redirectURI))
+        } catch {
+            Terminal.say("No answer from the browser: \(error)")
+            return .cancel
+        }
+    }
+
     func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse {
         if let error = challenge.error { Terminal.say("That PIN cannot be used: \(error.message)") }
         guard let pin = Terminal.askSecret("Choose a PIN of \(challenge.pinLength) digits: ") else { return .cancel }

@@ -30,9 +30,12 @@ final class Session {
     let output = Collected()
     let errors = Collected()
 
-    init(_ arguments: [String], binary name: String = "gatehouse") throws {
+    init(_ arguments: [String], binary name: String = "gatehouse", environment: [String: String] = [:]) throws {
         process.executableURL = try binary(name)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.currentDirectoryURL = packageRoot
         let outputPipe = Pipe()
         let errorPipe = Pipe()

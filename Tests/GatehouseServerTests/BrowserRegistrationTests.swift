@@ -13,27 +13,6 @@ import Logging
 import ServiceLifecycle
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// A free loopback port, so the manifest can name the login's address before the server listens.
-private func freePort() throws -> Int {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(socket) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
-        }
-    }
-    guard bound else { throw GenericError(.serverNotReachable, message: "no free port") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 /// Registers through the browser: the headless browser signs in where the challenge points.
 private struct BrowserDelegate: RegistrationDelegate {
     let browser: HeadlessLoginBrowser
@@ -55,7 +34,7 @@ private func withLoginServer(
         "gatehouse-browser-\(UUID().uuidString)"
     )
     defer { try? FileManager.default.removeItem(at: directory) }
-    let port = try freePort()
+    let port = try #require(LoopbackPort.free())
     let base = mode == .http ? "http://127.0.0.1:\(port)" : "http://gatehouse.embedded"
     let manifest = try ManifestLoader.jsonAndYAML.parse(
         Data(

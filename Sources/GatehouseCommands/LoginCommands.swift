@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import GatehouseKernel
+import GatehouseLogin
+import GatehouseServer
+import Hummingbird
+import Logging
+import NIOPosix
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `gatehouse users …`: the hosted login's user directory.
+struct UserCommands: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "users",
+        abstract: "Manage the hosted login's users (the manifest's login section).",
+        subcommands: [Add.self, List.self]
+    )
+
+    struct Options: ParsableArguments {
+        @OptionGroup var manifest: ManifestOptions
+
+        @Option(help: "The token server's database; the login keeps its users in login/ beside it.")
+        var database: String = "gatehouse-server.sqlite"
+
+        func login() throws -> LoginServer {
+            var environment = CommandSupport.environment(logger: CommandSupport.logger("gatehouse.login"))
+            environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
+            guard
+                let login = try CommandSupport.login(
+                    try CommandSupport.manifest(manifest.manifest),
+                    database: database,
+                    environment: environment
+                )
+            else { throw ValidationError("\(manifest.manifest) has no login section.") }
+            return login
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a user; the password is asked twice, without echo (or read from standard input)."
+        )
+
+        @OptionGroup var options: Options
+
+        @Option(help: "The user's e-mail address.")
+        var username: String
+
+        func run() async throws {
+            do {
+                let login = try options.login()
+                guard let password = Terminal.askSecret("Password for \(username) (8 or more characters): "),
+                    Terminal.askSecret("The same password again: ") == password
+                else { throw ValidationError("The passwords differ.") }
+                try await login.addUser(username, password: password)
+                CommandSupport.output("Added \(LoginStore.normalized(username)).")
+            } catch let error as ValidationError {
+                throw error
+            } catch {
+                throw CommandSupport.fail(error)
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the users.")
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            do {
+                for name in try await options.login().usernames() { CommandSupport.output(name) }
+            } catch let error as ValidationError {
+                throw error
+            } catch {
+                throw CommandSupport.fail(error)
+            }
+        }
+    }
+}
+
+/// The system browser as RFC 8252 has a native app use it: print and open the address, then
+/// listen on the loopback redirect URI until the login sends the browser back.
+enum SystemBrowser {
+    /// Opens `url` with the desktop's opener (xdg-open, open), unless GATEHOUSE_NO_BROWSER is set.
+    static func open(_ url: URL) {
+        guard ProcessInfo.processInfo.environment["GATEHOUSE_NO_BROWSER"] == nil else { return }
+        for opener in ["/usr/bin/xdg-open", "/usr/bin/open"] where FileManager.default.isExecutableFile(atPath: opener)
+        {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: opener)
+            process.arguments = [url.absoluteString]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try? process.run()
+            return
+        }
+    }
+
+    /// Waits (at most `timeout`) for the browser to arrive at `redirectURI` and returns the full
+    /// URL it arrived with; the browser is shown a page saying it may be closed.
+    static func receiveRedirect(at redirectURI: URL, timeout: Duration = .seconds(300)) async throws -> URL {
+        guard let host = redirectURI.host, let port = redirectURI.port else {
+            throw ValidationError("The redirect URI \(redirectURI) names no loopback port to listen on.")
+        }
+        let (arrivals, arrived) = AsyncStream.makeStream(of: String.self)
+        let router = Router()
+        router.get(RouterPath(redirectURI.path)) { request, _ -> Response in
+            arrived.yield(request.uri.description)
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/html; charset=utf-8"],
+                body: ResponseBody(
+                    byteBuffer: .init(
+                        string:
+                            "<!doctype html><title>Signed in</title><p>You can close this window and return to the app.</p>"
+                    )
+                )
+            )
+        }
+        var logger = Logger(label: "gatehouse.redirect")
+        logger.logLevel = .error
+        let application = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port)),
+            logger: logger
+        )
+        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
+        let running = Task { try await group.run() }
+        defer { running.cancel() }
+        let received = await withTaskGroup(of: String?.self) { race in
+            race.addTask {
+                var iterator = arrivals.makeAsyncIterator()
+                return await iterator.next()
+            }
+            race.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await race.next() ?? nil
+            race.cancelAll()
+            return first
+        }
+        await group.triggerGracefulShutdown()
+        guard let received, let url = URL(string: "\(redirectURI.scheme ?? "http")://\(host):\(port)\(received)") else {
+            throw ValidationError("The browser did not come back within \(timeout).")
+        }
+        return url
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import GatehouseTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("gatehouse users and browser registration", .serialized)
+struct BrowserCommandTests {
+    @Test(
+        "users add, then register --identity-provider web: the URL is printed, the browser signs in, the redirect comes back to the terminal"
+    )
+    func register() async throws {
+        let directory = try scratchDirectory("gatehouse-browser-cli")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try #require(LoopbackPort.free())
+        let redirectPort = try #require(LoopbackPort.free())
+        // The example manifest, with the addresses of this test's server and redirect listener.
+        let example = try String(
+            contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
+            encoding: .utf8
+        )
+        let manifest = directory.appendingPathComponent("server.yaml")
+        try example.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)")
+            .replacingOccurrences(of: "127.0.0.1:53180", with: "127.0.0.1:\(redirectPort)")
+            .write(to: manifest, atomically: true, encoding: .utf8)
+        let database = directory.appendingPathComponent("server.sqlite").path
+        let common = ["--manifest", manifest.path]
+
+        let add = try Session(["users", "add", "--username", "Ann@Example.com", "--database", database] + common)
+        add.type("correct horse")
+        add.type("correct horse")
+        #expect(try await add.finish() == 0, "\(add.errors.withLock { $0 })")
+        #expect(add.output.withLock { $0 } == "Added ann@example.com.\n")
+
+        let server = try Session(["serve", "--database", database, "--port", "\(port)"] + common)
+        defer { server.process.terminate() }
+        _ = try await server.waitFor("listening on http://")
+        let url = "http://127.0.0.1:\(port)"
+        let register = try Session(
+            [
+                "register", "--identity-provider", "web", "--server", url, "--data-dir",
+                directory.appendingPathComponent("device").path,
+            ]
+                + common,
+            environment: ["GATEHOUSE_NO_BROWSER": "1"]
+        )
+        let prompt = try await register.waitFor("/login/authorize?")
+        let start = try #require(prompt.range(of: url + "/login/authorize?"))
+        let address = try #require(URL(string: String(prompt[start.lowerBound...].prefix { !$0.isWhitespace })))
+
+        // The browser: the page, its form and cookie, the posted password, then the redirect
+        // followed to the terminal's loopback listener.
+        let (pageData, pageResponse) = try await URLSession.shared.data(from: address)
+        let page = String(decoding: pageData, as: UTF8.self)
+        let cookie = try #require(
+            (pageResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie")?.split(separator: ";").first
+        )
+        func field(_ name: String) throws -> String {
+            let range = try #require(page.range(of: #"name="\#(name)" value="[^"]*""#, options: .regularExpression))
+            return String(page[range].split(separator: "\"", omittingEmptySubsequences: false)[3])
+        }
+        var post = URLRequest(url: try #require(URL(string: url + "/login/authorize")))
+        post.httpMethod = "POST"
+        post.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        post.setValue(String(cookie), forHTTPHeaderField: "Cookie")
+        post.httpBody = Data(
+            "authorization=\(try field("authorization"))&csrf=\(try field("csrf"))&username=ann%40example.com&password=correct+horse"
+                .utf8
+        )
+        let (landed, _) = try await URLSession.shared.data(for: post)
+        #expect(String(decoding: landed, as: UTF8.self).contains("You can close this window"))
+
+        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
+        register.type("258147")
+        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
+        #expect(register.output.withLock { $0 }.contains("with Example login."))
+    }
+}
