@@ -12,8 +12,14 @@ public import GatehouseKernel
 /// the host adapts). The host provides it by name in the plugin environment's services.
 public protocol BrowserLoginService: Sendable {
     /// The user a code was issued for; throws when the code is unknown, expired, used, or not for
-    /// this client, redirect and verifier.
+    /// this client, redirect and verifier — a ``BrowserLoginReplay`` when it was used before.
     func redeem(code: String, clientID: String, redirectURI: String, verifier: String) async throws -> String
+}
+
+/// A code was redeemed before: the sessions it issued to `subject` must be revoked.
+public struct BrowserLoginReplay: Error, Sendable, Equatable {
+    public var subject: String
+    public init(subject: String) { self.subject = subject }
 }
 
 struct BrowserMessage: Codable {

@@ -84,6 +84,15 @@ public struct BrowserIdentityProviderHost: IdentityProviderHost {
                     verifier: verifier
                 )
                 return .registered(RegisteredIdentity(subject: subject))
+            } catch let replay as BrowserLoginReplay {
+                return .replayed(
+                    RegistrationError(
+                        .externalIdentityProviderFailure,
+                        message: "The code was used before; what it issued is revoked.",
+                        plugin: descriptor.type
+                    ),
+                    subject: replay.subject
+                )
             } catch {
                 return .failure(
                     RegistrationError(

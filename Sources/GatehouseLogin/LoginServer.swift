@@ -82,11 +82,9 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
                 verifier: verifier,
                 now: now
             ).subject
-        } catch let error as LoginStore.RedemptionError {
-            if case .replayed = error {
-                logger.warning("An authorization code was used twice", metadata: ["client": "\(clientID)"])
-            }
-            throw error
+        } catch LoginStore.RedemptionError.replayed(let subject) {
+            logger.warning("An authorization code was used twice", metadata: ["client": "\(clientID)"])
+            throw BrowserLoginReplay(subject: subject)
         }
     }
 

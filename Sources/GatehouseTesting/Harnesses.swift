@@ -215,7 +215,7 @@ public actor AuthenticatorHarness {
                 failureCount += 1
                 countedAttempts += 1
             case .resetFailures: failureCount = 0
-            case .identifyUser, .createProfile, .issueTokens, .approveTransaction: break
+            case .identifyUser, .createProfile, .issueTokens, .approveTransaction, .revokeUser: break
             case .storeRegistration(_, let data): registration = data
             case .removeRegistration: registration = nil
             case .deregister:
@@ -243,6 +243,8 @@ public actor IdentityProviderHarness {
     public nonisolated let clock: any WallClock
     /// The user the server half vouched for, after a successful registration.
     public private(set) var identity: RegisteredIdentity?
+    /// Users whose sessions the provider asked to revoke (a replayed credential).
+    public private(set) var revokedSubjects: [String] = []
     /// Every message the client half sent, in order.
     public private(set) var sentMessages: [Data] = []
 
@@ -291,6 +293,10 @@ public actor IdentityProviderHarness {
             return .completed(nil, info: registered.info)
         case .failure(let error):
             session = nil
+            throw error
+        case .replayed(let error, let subject):
+            session = nil
+            revokedSubjects.append(subject)
             throw error
         }
     }

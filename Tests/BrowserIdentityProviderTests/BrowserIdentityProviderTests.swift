@@ -37,7 +37,8 @@ private final class MemoryLogin: BrowserLoginService {
 
     func redeem(code: String, clientID: String, redirectURI: String, verifier: String) async throws -> String {
         try codes.withLock { codes in
-            guard var issued = codes[code], !issued.used else { throw CancellationError() }
+            guard var issued = codes[code] else { throw CancellationError() }
+            guard !issued.used else { throw BrowserLoginReplay(subject: issued.subject) }
             issued.used = true
             codes[code] = issued
             let computed = Data(SHA256.hash(data: Data(verifier.utf8))).base64EncodedString()
@@ -146,7 +147,7 @@ struct BrowserIdentityProviderTests {
         #expect(login.codes.withLock { $0.values.allSatisfy { !$0.used } })
     }
 
-    @Test("a code is taken once: a second redemption of the same code fails")
+    @Test("a code is taken once: a second redemption fails and asks to revoke what the first issued")
     func replay() async throws {
         let login = MemoryLogin()
         let captured = Mutex<String?>(nil)
@@ -174,6 +175,8 @@ struct BrowserIdentityProviderTests {
             #expect(error.code == .externalIdentityProviderFailure)
         }
         #expect(await second.identity == nil)
+        // The login says the code was used before: the server is asked to revoke what it issued.
+        #expect(await second.revokedSubjects == ["ann@example.com"])
     }
 
     @Test("configuration: the authorization URL is required; the host must provide the login")

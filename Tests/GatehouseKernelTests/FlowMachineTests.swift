@@ -323,6 +323,17 @@ struct FlowMachineTests {
             #expect(profile.failures == maximum)
         }
     }
+
+    @Test("an identity provider's replayed credential revokes its user's sessions and ends the flow")
+    func replayedCredential() {
+        var (machine, _) = FlowMachine.start(.registration(identityProvider: "web", enrol: ["pin"]), counter: nil)
+        var failure = StageFailure(RegistrationError(.externalIdentityProviderFailure), countsAsAttempt: false)
+        failure.revokesSubject = "ann@example.com"
+        let actions = machine.apply(.failed(failure), counter: nil)
+        #expect(
+            actions.map(\.description) == ["revokeUser", "endFlow", "refuse(externalIdentityProviderFailure, ended)"]
+        )
+    }
 }
 
 /// A small deterministic generator (SplitMix64), so an interleaving that fails can be replayed.

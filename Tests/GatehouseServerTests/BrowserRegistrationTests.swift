@@ -125,4 +125,64 @@ struct BrowserRegistrationTests {
             #expect(try await client.fetchProfileResource().subject == "ann@example.com")
         }
     }
+
+    @Test("a replayed code is refused and revokes the sessions the first redemption issued", arguments: Mode.allCases)
+    func replayedCode(mode: Mode) async throws {
+        try await withLoginServer(mode) { client, _, transport in
+            let browser = HeadlessLoginBrowser(
+                transport: transport,
+                username: "ann@example.com",
+                password: "correct horse"
+            )
+            let captured = CapturedRedirect()
+            _ = try await client.registerUser(
+                identityProvider: "web",
+                delegate: CapturingDelegate(browser: browser, captured: captured)
+            )
+            #expect(try await client.fetchProfileResource().subject == "ann@example.com")
+            try await client.refreshSession()  // the session works until the replay
+            // An attacker who saw the redirect sends its code with a registration of their own.
+            let code = try #require(await captured.code)
+            await #expect(throws: RegistrationError.self) {
+                try await client.registerUser(identityProvider: "web", delegate: ReplayingDelegate(code: code))
+            }
+            // Ann's session is gone: a refresh finds its family revoked.
+            await #expect(throws: (any Error).self) { try await client.refreshSession() }
+        }
+    }
+}
+
+private actor CapturedRedirect {
+    var code: String?
+    func keep(_ url: URL) {
+        code = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "code" }?.value
+    }
+}
+
+/// Signs in, and keeps the code the redirect carried.
+private struct CapturingDelegate: RegistrationDelegate {
+    let browser: HeadlessLoginBrowser
+    let captured: CapturedRedirect
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
+        guard let redirect = try? await browser.signIn(at: challenge.url) else { return .cancel }
+        await captured.keep(redirect)
+        return .redirect(redirect)
+    }
+    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN("258147")) }
+}
+
+/// Answers the browser challenge with a stolen code and this registration's own state.
+private struct ReplayingDelegate: RegistrationDelegate {
+    let code: String
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) -> BrowserRegistrationResponse {
+        let state =
+            URLComponents(url: challenge.url, resolvingAgainstBaseURL: false)?.queryItems?.first {
+                $0.name == "state"
+            }?.value ?? ""
+        guard let url = URL(string: "\(challenge.redirectURI.absoluteString)?code=\(code)&state=\(state)") else {
+            return .cancel
+        }
+        return .redirect(url)
+    }
+    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN("258147")) }
 }

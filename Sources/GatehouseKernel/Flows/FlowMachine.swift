@@ -171,8 +171,10 @@ public struct FlowMachine: Sendable {
 
     private mutating func fail(_ failure: StageFailure, at stage: FlowStage, counter: AttemptCounter?) -> [FlowAction] {
         guard case .authenticate(let id) = stage else {
-            // Identity and enrolment test no guess: a refusal ends the flow, and nothing was written.
-            return [.endFlow, .refuse(FlowRefusal(failure.error))]
+            // Identity and enrolment test no guess: a refusal ends the flow, and nothing was written
+            // but the revocation a replayed credential asks for.
+            let revocation: [FlowAction] = failure.revokesSubject.map { [.revokeUser(subject: $0)] } ?? []
+            return revocation + [.endFlow, .refuse(FlowRefusal(failure.error))]
         }
         var actions: [FlowAction] = []
         var counter = counter

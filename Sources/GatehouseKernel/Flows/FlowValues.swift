@@ -107,6 +107,10 @@ public enum StageOutcome: Sendable {
                 return .challenge(AuthenticatorChallenge(payload: payload, session: session))
             case .registered(let identity): return .identified(identity)
             case .failure(let error): return .failed(StageFailure(error, countsAsAttempt: false))
+            case .replayed(let error, let subject):
+                var failure = StageFailure(error, countsAsAttempt: false)
+                failure.revokesSubject = subject
+                return .failed(failure)
             }
         } catch let error as any DomainError {
             return .failed(StageFailure(error, countsAsAttempt: false))
@@ -131,6 +135,9 @@ public struct StageFailure: Sendable {
     public var error: any DomainError
     public var countsAsAttempt: Bool
     public var removesRegistration: Bool
+    /// An identity provider saw its credential for this user used twice: revoke the sessions it
+    /// issued.
+    public var revokesSubject: String?
 
     public init(_ error: any DomainError, countsAsAttempt: Bool, removesRegistration: Bool = false) {
         self.error = error
@@ -172,6 +179,9 @@ public enum FlowAction: Sendable, CustomStringConvertible {
     case deregister
     /// Mint a new session for the profile.
     case issueTokens
+    /// Revoke every session of this identity provider's user `subject` on every device: what a
+    /// replayed credential issued before.
+    case revokeUser(subject: String)
     /// Mark the flow's mobile authentication transaction approved (it must still be pending).
     case approveTransaction
     /// Keep the flow's new state (its session, its stage, the attempt it holds).
@@ -196,6 +206,7 @@ public enum FlowAction: Sendable, CustomStringConvertible {
         case .removeRegistration(let authenticator): "removeRegistration(\(authenticator))"
         case .deregister: "deregister"
         case .issueTokens: "issueTokens"
+        case .revokeUser: "revokeUser"
         case .approveTransaction: "approveTransaction"
         case .saveFlow(let state): "saveFlow(\(state.stage.map(\.description) ?? "done"), \(state.attempt.rawValue))"
         case .endFlow: "endFlow"

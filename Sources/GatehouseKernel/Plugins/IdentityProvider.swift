@@ -68,6 +68,9 @@ public enum RegistrationOutcome: Sendable {
     case registered(RegisteredIdentity)
     /// The registration is refused.
     case failure(RegistrationError)
+    /// The registration is refused because the credential that names `subject` was used before
+    /// (a replayed authorization code): whatever it issued then must be revoked (RFC 9700 §4.5).
+    case replayed(RegistrationError, subject: String)
 }
 
 /// The user an identity provider vouched for.
