@@ -133,7 +133,6 @@ enum SystemBrowser {
         )
         let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
         let running = Task { try await group.run() }
-        defer { running.cancel() }
         let received = await withTaskGroup(of: String?.self) { race in
             race.addTask {
                 var iterator = arrivals.makeAsyncIterator()
@@ -147,7 +146,9 @@ enum SystemBrowser {
             race.cancelAll()
             return first
         }
+        // A graceful shutdown lets the page the browser is waiting for go out before the socket closes.
         await group.triggerGracefulShutdown()
+        _ = try? await running.value
         guard let received, let url = URL(string: "\(redirectURI.scheme ?? "http")://\(host):\(port)\(received)") else {
             throw ValidationError("The browser did not come back within \(timeout).")
         }

@@ -176,14 +176,17 @@ extension LoginServer {
         // besides matching its hash on the server.
         let cookie =
             "\(Self.cookieName(id))=\(csrf); Path=/login/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.pageLifetime)"
+        var values: [String: Any] = [
+            "client": client.name, "authorization": id, "csrf": csrf, "action": Self.authorizePath,
+            "username": username,
+        ]
+        // Only a present error may reach the template: Mustache would print a missing one as "nil".
+        if let error { values["error"] = error }
         return page(
             status,
             "Sign in",
             template: "login",
-            [
-                "client": client.name, "authorization": id, "csrf": csrf, "action": Self.authorizePath,
-                "error": error as Any, "username": username,
-            ],
+            values,
             formTarget: origin(of: redirectURI),
             headers: newCookie ? ["Set-Cookie": cookie] : [:]
         )

@@ -6,14 +6,17 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("gatehouse users and browser registration", .serialized)
-struct BrowserCommandTests {
-    @Test(
-        "users add, then register --identity-provider web: the URL is printed, the browser signs in, the redirect comes back to the terminal"
-    )
-    func register() async throws {
+/// `gatehouse users add`, `gatehouse serve` and `gatehouse register --identity-provider web` on
+/// free ports, up to the moment the register command prints the address to sign in at.
+private struct BrowserRegistration {
+    let directory: URL
+    let server: Session
+    let register: Session
+    let url: String
+    let address: URL
+
+    static func start() async throws -> BrowserRegistration {
         let directory = try scratchDirectory("gatehouse-browser-cli")
-        defer { try? FileManager.default.removeItem(at: directory) }
         let port = try #require(LoopbackPort.free())
         let redirectPort = try #require(LoopbackPort.free())
         // The example manifest, with the addresses of this test's server and redirect listener.
@@ -35,24 +38,45 @@ struct BrowserCommandTests {
         #expect(add.output.withLock { $0 } == "Added ann@example.com.\n")
 
         let server = try Session(["serve", "--database", database, "--port", "\(port)"] + common)
-        defer { server.process.terminate() }
         _ = try await server.waitFor("listening on http://")
         let url = "http://127.0.0.1:\(port)"
+        let device = directory.appendingPathComponent("device").path
         let register = try Session(
-            [
-                "register", "--identity-provider", "web", "--server", url, "--data-dir",
-                directory.appendingPathComponent("device").path,
-            ]
-                + common,
+            ["register", "--identity-provider", "web", "--server", url, "--data-dir", device] + common,
             environment: ["GATEHOUSE_NO_BROWSER": "1"]
         )
         let prompt = try await register.waitFor("/login/authorize?")
         let start = try #require(prompt.range(of: url + "/login/authorize?"))
         let address = try #require(URL(string: String(prompt[start.lowerBound...].prefix { !$0.isWhitespace })))
+        return BrowserRegistration(directory: directory, server: server, register: register, url: url, address: address)
+    }
 
-        // The browser: the page, its form and cookie, the posted password, then the redirect
-        // followed to the terminal's loopback listener.
-        let (pageData, pageResponse) = try await URLSession.shared.data(from: address)
+    /// After the browser came back: the PIN, and the registration is done.
+    func finish() async throws {
+        defer {
+            server.process.terminate()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
+        register.type("258147")
+        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
+        #expect(register.output.withLock { $0 }.contains("with Example login."))
+    }
+}
+
+@Suite("gatehouse users and browser registration", .serialized)
+struct BrowserCommandTests {
+    @Test(
+        "users add, then register --identity-provider web: the URL is printed, the redirect comes back to the terminal"
+    )
+    func register() async throws {
+        let registration = try await BrowserRegistration.start()
+        // The browser, by hand: the page, its form and cookie, the posted password, then the
+        // redirect followed to the terminal's loopback listener.
+        // A session of its own: no connection is carried over from other tests.
+        let browser = URLSession(configuration: .ephemeral)
+        defer { browser.finishTasksAndInvalidate() }
+        let (pageData, pageResponse) = try await browser.data(from: registration.address)
         let page = String(decoding: pageData, as: UTF8.self)
         let cookie = try #require(
             (pageResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie")?.split(separator: ";").first
@@ -61,7 +85,7 @@ struct BrowserCommandTests {
             let range = try #require(page.range(of: #"name="\#(name)" value="[^"]*""#, options: .regularExpression))
             return String(page[range].split(separator: "\"", omittingEmptySubsequences: false)[3])
         }
-        var post = URLRequest(url: try #require(URL(string: url + "/login/authorize")))
+        var post = URLRequest(url: try #require(URL(string: registration.url + "/login/authorize")))
         post.httpMethod = "POST"
         post.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         post.setValue(String(cookie), forHTTPHeaderField: "Cookie")
@@ -69,12 +93,23 @@ struct BrowserCommandTests {
             "authorization=\(try field("authorization"))&csrf=\(try field("csrf"))&username=ann%40example.com&password=correct+horse"
                 .utf8
         )
-        let (landed, _) = try await URLSession.shared.data(for: post)
+        let (landed, _) = try await browser.data(for: post)
         #expect(String(decoding: landed, as: UTF8.self).contains("You can close this window"))
+        try await registration.finish()
+    }
 
-        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
-        register.type("258147")
-        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
-        #expect(register.output.withLock { $0 }.contains("with Example login."))
+    @Test("a real browser: headless Chromium types into the login form, submits, and the registration finishes")
+    func chromium() async throws {
+        let registration = try await BrowserRegistration.start()
+        let browser = try Session(
+            [
+                registration.address.absoluteString, "ann@example.com", "correct horse", "--expect",
+                "You can close this window",
+            ],
+            binary: packageRoot.appendingPathComponent("scripts/browser-login").path
+        )
+        #expect(try await browser.finish() == 0, "\(browser.errors.withLock { $0 })")
+        #expect(browser.output.withLock { $0 }.contains("/callback?code="))
+        try await registration.finish()
     }
 }

@@ -6,6 +6,7 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
     .deletingLastPathComponent()
 
 func binary(_ name: String) throws -> URL {
+    if name.hasPrefix("/") { return URL(fileURLWithPath: name) }
     var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     for _ in 0..<4 {
         let candidate = directory.appendingPathComponent(name)
