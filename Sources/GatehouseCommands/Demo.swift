@@ -3,6 +3,7 @@ import BiometricAuthenticator
 import Foundation
 import GatehouseClient
 import GatehouseKernel
+import GatehouseLogin
 import GatehousePlugins
 import GatehouseProtocol
 import GatehouseServer
@@ -16,6 +17,12 @@ struct Demo: AsyncParsableCommand {
 
     @Option(help: "Where the embedded server and the device keep their state (default: a new temporary directory).")
     var dataDir: String?
+
+    @Option(
+        help:
+            "The identity provider to register with (default: the server's default; `web` signs in on the hosted login)."
+    )
+    var identityProvider: String?
 
     func run() async throws {
         do {
@@ -59,11 +66,23 @@ struct Demo: AsyncParsableCommand {
             )
         )
         print("Gatehouse demo: an embedded token server and a device, state in \(directory.path)")
-        let delegate = DemoDelegate(email: "jane@example.com")
+        var browser: HeadlessLoginBrowser?
+        if let login = environment.services[CommandSupport.loginService] as? LoginServer {
+            // The hosted login's demo user, signed in by a browser without a screen.
+            try await login.addUser("jane@example.com", password: "demo password")
+            browser = HeadlessLoginBrowser(transport: server, username: "jane@example.com", password: "demo password")
+        }
+        let delegate = DemoDelegate(email: "jane@example.com", browser: browser)
 
-        print("\n1. Register through the server's default identity provider")
+        print(
+            "\n1. Register through \(identityProvider.map { "the identity provider \($0)" } ?? "the server's default identity provider")"
+        )
         await delegate.plan(createPins: [.weak("123456"), .strong("258147")])
-        let registration = try await client.registerUser(scopes: ["read"], delegate: delegate)
+        let registration = try await client.registerUser(
+            identityProvider: identityProvider,
+            scopes: ["read"],
+            delegate: delegate
+        )
         print(
             "   ✓ registered profile \(registration.profile.id) with \(registration.identityProvider.name)"
                 + (registration.info.map { " — the API said: \($0.data ?? "") (status \($0.status))" } ?? "")
@@ -139,10 +158,27 @@ actor DemoDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegist
     }
 
     let email: String
+    let browser: HeadlessLoginBrowser?
     private var createPins: [PlannedPin] = []
     private var pins: [PlannedPin] = []
 
-    init(email: String) { self.email = email }
+    init(email: String, browser: HeadlessLoginBrowser? = nil) {
+        self.email = email
+        self.browser = browser
+    }
+
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
+        guard let browser else { return .cancel }
+        print("   → browser: opening \(challenge.url.path)?… (PKCE S256, state)")
+        do {
+            let redirect = try await browser.signIn(at: challenge.url)
+            print("   → browser: signed in as \(browser.username); the login sent it back to \(challenge.redirectURI)")
+            return .redirect(redirect)
+        } catch {
+            print("   ← browser: \(error)")
+            return .cancel
+        }
+    }
 
     func plan(createPins: [PlannedPin] = [], pins: [PlannedPin] = []) {
         self.createPins = createPins

@@ -112,4 +112,16 @@ struct BrowserCommandTests {
         #expect(browser.output.withLock { $0 }.contains("/callback?code="))
         try await registration.finish()
     }
+
+    @Test("gatehouse demo --identity-provider web registers through the hosted login with a browser without a screen")
+    func demo() async throws {
+        let directory = try scratchDirectory("gatehouse-demo-web")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let demo = try Session(["demo", "--identity-provider", "web", "--data-dir", directory.path])
+        #expect(try await demo.finish() == 0, "\(demo.errors.withLock { $0 })")
+        let output = demo.output.withLock { $0 }
+        #expect(output.contains("signed in as jane@example.com"))
+        #expect(output.contains("registered profile") && output.contains("with Example login"))
+        #expect(output.hasSuffix("Done.\n"))
+    }
 }
