@@ -51,17 +51,5 @@ public struct HTTPTransport: TokenServerTransport {
 
     /// The server's answer as it is: redirects are returned, not followed (a token server sends
     /// none, and the hosted login's redirect belongs to the app).
-    static let session = URLSession(configuration: .default, delegate: ReturningRedirects(), delegateQueue: nil)
-}
-
-private final class ReturningRedirects: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
-    }
+    static let session = URLSession(configuration: .default, delegate: RedirectsNotFollowed(), delegateQueue: nil)
 }

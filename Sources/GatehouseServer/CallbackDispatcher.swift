@@ -25,7 +25,7 @@ final class CallbackDispatcher: Sendable {
     private let signals: AsyncStream<Void>
     private let loop = Mutex<Task<Void, Never>?>(nil)
     /// Follows no redirects: a callback goes where the prefixes allowed, nowhere else.
-    private let session = URLSession(configuration: .ephemeral, delegate: RefusingRedirects(), delegateQueue: nil)
+    private let session = URLSession(configuration: .ephemeral, delegate: RedirectsNotFollowed(), delegateQueue: nil)
 
     init(store: ServerStore, configuration: MobileAuthConfiguration, clock: any WallClock, logger: Logger) {
         self.store = store
@@ -119,18 +119,5 @@ final class CallbackDispatcher: Sendable {
             )
         }
         try? await store.callbackTried(callback.transactionID, delivered: delivered, retryAt: delivered ? nil : retryAt)
-    }
-}
-
-/// Answers every redirect with "do not follow": the 3xx response is the callback's result.
-private final class RefusingRedirects: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
     }
 }

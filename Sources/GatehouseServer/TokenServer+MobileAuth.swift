@@ -303,6 +303,8 @@ extension TokenServer {
         }
         let id = Data.random(count: 24).base64URLEncodedString
         let number = type.numberMatching ? Int.random(in: 10...99) : nil
+        // One moment for the stored transaction and its pushes, so both state the same expiry.
+        let started = now
         let deliveries = try await store.startTransaction(
             ServerStore.NewTransaction(
                 id: id,
@@ -314,7 +316,7 @@ extension TokenServer {
                 signingData: type.transactionSigning ? body.signingData : nil,
                 callbackURI: body.callbackURI,
                 number: number,
-                now: now
+                now: started
             )
         )
         let notification = { (profileID: String) in
@@ -322,7 +324,7 @@ extension TokenServer {
                 transactionID: id,
                 profileID: profileID,
                 message: message,
-                createdAt: self.now,
+                createdAt: started,
                 timeToLive: type.timeToLive
             )
         }
