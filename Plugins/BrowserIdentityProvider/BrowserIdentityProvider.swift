@@ -85,7 +85,7 @@ public struct BrowserIdentityProvider: IdentityProvider {
             BrowserRegistrationChallenge(identityProvider: descriptor, url: url, redirectURI: redirectURI)
         )
         guard case .redirect(let redirect) = answer else { throw GenericError(.actionCancelled) }
-        let fields = try returned(redirect)
+        let (usedRedirectURI, fields) = try returned(redirect)
         if let error = fields["error"] {
             if error == "access_denied" { throw GenericError(.actionCancelled, message: "The login was not allowed.") }
             throw RegistrationError(
@@ -105,7 +105,13 @@ public struct BrowserIdentityProvider: IdentityProvider {
                 plugin: descriptor.type
             )
         }
-        let finish = BrowserMessage(step: .finish, code: code, state: returnedState, codeVerifier: verifier)
+        let finish = BrowserMessage(
+            step: .finish,
+            redirectURI: usedRedirectURI,
+            code: code,
+            state: returnedState,
+            codeVerifier: verifier
+        )
         guard case .completed(_, let info) = try await context.server.send(try JSONEncoder().encode(finish)) else {
             throw GenericError(
                 .requestInvalid,
@@ -116,12 +122,11 @@ public struct BrowserIdentityProvider: IdentityProvider {
         return RegistrationResult(info: info)
     }
 
-    /// The redirect's query, if the redirect went to this provider's redirect URI.
-    private func returned(_ redirect: URL) throws -> [String: String] {
+    /// The redirect URI the browser came back to and the redirect's query, if it is this
+    /// provider's redirect URI; for a loopback one, on any port (RFC 8252 §7.3).
+    private func returned(_ redirect: URL) throws -> (redirectURI: String, fields: [String: String]) {
         guard let parts = URLComponents(url: redirect, resolvingAgainstBaseURL: false),
-            let expected = URLComponents(url: redirectURI, resolvingAgainstBaseURL: false),
-            parts.scheme == expected.scheme, parts.host == expected.host, parts.port == expected.port,
-            parts.path == expected.path
+            let used = BrowserRedirects.sameExceptLoopbackPort(parts, as: redirectURI.absoluteString)
         else {
             throw RegistrationError(
                 .invalidState,
@@ -131,6 +136,25 @@ public struct BrowserIdentityProvider: IdentityProvider {
         }
         var fields: [String: String] = [:]
         for item in parts.queryItems ?? [] where fields[item.name] == nil { fields[item.name] = item.value ?? "" }
-        return fields
+        return (used, fields)
+    }
+}
+
+enum BrowserRedirects {
+    /// `candidate` without its query and fragment, when it is `configured` or, for a loopback
+    /// `configured`, differs from it only in the port (RFC 8252 §7.3).
+    static func sameExceptLoopbackPort(_ candidate: URLComponents, as configured: String) -> String? {
+        guard let expected = URLComponents(string: configured), candidate.scheme == expected.scheme,
+            candidate.host == expected.host, candidate.path == expected.path, candidate.user == nil,
+            candidate.password == nil
+        else { return nil }
+        let loopback = expected.scheme == "http" && ["127.0.0.1", "::1", "[::1]"].contains(expected.host ?? "")
+        guard candidate.port == expected.port || (loopback && (1...65535).contains(candidate.port ?? 0)) else {
+            return nil
+        }
+        var bare = candidate
+        bare.query = nil
+        bare.fragment = nil
+        return bare.string
     }
 }

@@ -65,6 +65,12 @@ public struct BrowserIdentityProviderHost: IdentityProviderHost {
             guard let state = message.state, ConstantTime.equals(state, session.state) else {
                 return .failure(RegistrationError(.invalidState, plugin: descriptor.type))
             }
+            // The app may have listened on another loopback port than the configured one; the
+            // login checks the code was issued for exactly this redirect URI.
+            let usedRedirectURI = message.redirectURI ?? session.redirectURI
+            guard let components = URLComponents(string: usedRedirectURI),
+                BrowserRedirects.sameExceptLoopbackPort(components, as: session.redirectURI) == usedRedirectURI
+            else { throw invalid("the redirect URI is not this provider's") }
             guard let code = message.code, (1...512).contains(code.utf8.count), let verifier = message.codeVerifier,
                 ConstantTime.equals(PKCEValues.challenge(for: verifier), session.codeChallenge)
             else {
@@ -80,7 +86,7 @@ public struct BrowserIdentityProviderHost: IdentityProviderHost {
                 let subject = try await login.redeem(
                     code: code,
                     clientID: clientID,
-                    redirectURI: session.redirectURI,
+                    redirectURI: usedRedirectURI,
                     verifier: verifier
                 )
                 return .registered(RegisteredIdentity(subject: subject))
@@ -121,7 +127,8 @@ extension UInt8 {
 ///
 /// Configuration: `authorizationURL` (the login's authorization endpoint, as the user's browser
 /// reaches it), `clientID` [gatehouse], `redirectURI` [http://127.0.0.1:53180/callback: a
-/// loopback address the app listens on, RFC 8252], `scope` [openid], and for the server half
+/// loopback address the app listens on, RFC 8252; for a loopback one the app may listen on any
+/// port the system gives it, and the server accepts that port], `scope` [openid], and for the server half
 /// `login`: the name of a ``BrowserLoginService`` the host provides.
 public enum BrowserIdentityProviderPlugin: IdentityProviderPlugin {
     public struct Configuration: Decodable, Sendable {

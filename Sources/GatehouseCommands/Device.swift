@@ -54,12 +54,8 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
 
     func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
         if let error = challenge.error { Terminal.say(error.message) }
-        Terminal.say(
-            "Sign in with \(challenge.identityProvider.name) in your browser:\n  \(challenge.url.absoluteString)"
-        )
-        SystemBrowser.open(challenge.url)
         do {
-            return .redirect(try await SystemBrowser.receiveRedirect(at: challenge.redirectURI))
+            return .redirect(try await SystemBrowser.login(challenge))
         } catch {
             Terminal.say("No answer from the browser: \(error)")
             return .cancel

@@ -103,15 +103,44 @@ enum SystemBrowser {
         }
     }
 
-    /// Waits (at most `timeout`) for the browser to arrive at `redirectURI` and returns the full
-    /// URL it arrived with; the browser is shown a page saying it may be closed.
-    static func receiveRedirect(at redirectURI: URL, timeout: Duration = .seconds(300)) async throws -> URL {
-        guard let host = redirectURI.host, let port = redirectURI.port else {
-            throw ValidationError("The redirect URI \(redirectURI) names no loopback port to listen on.")
+    /// Opens the login for `challenge` and waits (at most `timeout`) for the browser to come back:
+    /// on a loopback redirect URI it listens on a port the system picks (RFC 8252 §7.3), otherwise
+    /// on the configured one. The browser is shown a page saying it may be closed.
+    static func login(_ challenge: BrowserRegistrationChallenge, timeout: Duration = .seconds(300)) async throws -> URL
+    {
+        let listener = try await RedirectListener(
+            redirectURI: challenge.redirectURI,
+            anyPort: challenge.allowsAnyLoopbackPort
+        )
+        guard let url = listener.anyPort ? challenge.url(redirectingTo: listener.redirectURI) : challenge.url else {
+            await listener.stop()
+            throw ValidationError("The login address cannot be pointed at \(listener.redirectURI).")
+        }
+        Terminal.say("Sign in with \(challenge.identityProvider.name) in your browser:\n  \(url.absoluteString)")
+        open(url)
+        let arrived = await listener.next(timeout: timeout)
+        await listener.stop()
+        guard let arrived else { throw ValidationError("The browser did not come back within \(timeout).") }
+        return arrived
+    }
+}
+
+/// A one-shot HTTP listener for the login's redirect.
+struct RedirectListener: Sendable {
+    /// The redirect URI it listens on, with the port it was given.
+    let redirectURI: URL
+    let anyPort: Bool
+    private let arrivals: AsyncStream<String>
+    private let group: ServiceGroup
+    private let running: Task<Void, any Error>
+
+    init(redirectURI configured: URL, anyPort: Bool) async throws {
+        guard let host = configured.host, let configuredPort = configured.port ?? (anyPort ? 0 : nil) else {
+            throw ValidationError("The redirect URI \(configured) names no loopback port to listen on.")
         }
         let (arrivals, arrived) = AsyncStream.makeStream(of: String.self)
         let router = Router()
-        router.get(RouterPath(redirectURI.path)) { request, _ -> Response in
+        router.get(RouterPath(configured.path)) { request, _ -> Response in
             arrived.yield(request.uri.description)
             return Response(
                 status: .ok,
@@ -126,13 +155,41 @@ enum SystemBrowser {
         }
         var logger = Logger(label: "gatehouse.redirect")
         logger.logLevel = .error
+        let (bound, reportBound) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             router: router,
-            configuration: .init(address: .hostname(host, port: port)),
+            configuration: .init(address: .hostname(host, port: anyPort ? 0 : configuredPort)),
+            onServerRunning: { channel in
+                reportBound.yield(channel.localAddress?.port ?? configuredPort)
+                reportBound.finish()
+            },
             logger: logger
         )
         let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
-        let running = Task { try await group.run() }
+        let running = Task {
+            // A socket that cannot be bound ends the group; the waiting caller must hear of it.
+            defer { reportBound.finish() }
+            try await group.run()
+        }
+        var ports = bound.makeAsyncIterator()
+        guard let port = await ports.next(),
+            var components = URLComponents(url: configured, resolvingAgainstBaseURL: false)
+        else {
+            let failure = await running.result
+            throw ValidationError("Cannot listen for the browser at \(configured): \(failure).")
+        }
+        components.port = port
+        guard let actual = components.url else { throw ValidationError("Cannot listen at \(configured).") }
+        redirectURI = actual
+        self.anyPort = anyPort
+        self.arrivals = arrivals
+        self.group = group
+        self.running = running
+    }
+
+    /// The full URL the browser arrived with, or nil after `timeout`.
+    func next(timeout: Duration) async -> URL? {
+        let arrivals = arrivals
         let received = await withTaskGroup(of: String?.self) { race in
             race.addTask {
                 var iterator = arrivals.makeAsyncIterator()
@@ -146,12 +203,14 @@ enum SystemBrowser {
             race.cancelAll()
             return first
         }
-        // A graceful shutdown lets the page the browser is waiting for go out before the socket closes.
+        guard let received, let host = redirectURI.host, let port = redirectURI.port else { return nil }
+        let authority = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        return URL(string: "\(redirectURI.scheme ?? "http")://\(authority)\(received)")
+    }
+
+    /// A graceful shutdown lets the page the browser is waiting for go out before the socket closes.
+    func stop() async {
         await group.triggerGracefulShutdown()
         _ = try? await running.value
-        guard let received, let url = URL(string: "\(redirectURI.scheme ?? "http")://\(host):\(port)\(received)") else {
-            throw ValidationError("The browser did not come back within \(timeout).")
-        }
-        return url
     }
 }

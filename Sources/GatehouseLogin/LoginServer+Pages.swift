@@ -176,6 +176,7 @@ extension LoginServer {
         // besides matching its hash on the server.
         let cookie =
             "\(Self.cookieName(id))=\(csrf); Path=/login/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.pageLifetime)"
+            + (secureCookies ? "; Secure" : "")
         var values: [String: Any] = [
             "client": client.name, "authorization": id, "csrf": csrf, "action": Self.authorizePath,
             "username": username,

@@ -22,11 +22,20 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     let logger: Logger
     /// Checked when a username is unknown, so an unknown user costs as long as a wrong password.
     let decoyHash: String
+    /// Whether the login's cookies carry `Secure`: the server is reached over https.
+    let secureCookies: Bool
 
-    /// A login with `configuration`, its state in `directory/login.sqlite`.
-    public init(configuration: LoginConfiguration, directory: URL, environment: PluginEnvironment) throws {
+    /// A login with `configuration`, its state in `directory/login.sqlite`; `publicURL` is where
+    /// browsers reach the server (its cookies are `Secure` when it is https).
+    public init(
+        configuration: LoginConfiguration,
+        directory: URL,
+        environment: PluginEnvironment,
+        publicURL: URL? = nil
+    ) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.configuration = configuration
+        secureCookies = publicURL?.scheme == "https"
         store = try LoginStore(path: directory.appendingPathComponent("login.sqlite").path)
         hasher = PasswordHasher(logN: configuration.passwordCost, blockSize: 8, parallelism: 1)
         clock = environment.clock
@@ -35,12 +44,13 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         decoyHash = try hasher.hash(Data.random(count: 16).base64URLEncodedString)
     }
 
-    /// The manifest's `login` section.
+    /// The manifest's `login` section, with `server.publicURL`.
     public convenience init(manifest: Manifest, directory: URL, environment: PluginEnvironment) throws {
         try self.init(
             configuration: try manifest.section("login", as: LoginConfiguration.self),
             directory: directory,
-            environment: environment
+            environment: environment,
+            publicURL: try manifest.section("server", as: ServerConfiguration.self).publicURL
         )
     }
 

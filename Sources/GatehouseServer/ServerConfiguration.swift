@@ -1,3 +1,4 @@
+public import Foundation
 import GatehouseKernel
 
 /// The token server's own settings: the manifest's `server` section. Every key has a default.
@@ -48,10 +49,13 @@ public struct ServerConfiguration: Decodable, Sendable {
     public var registrationAuthenticators: [String]?
     /// Mobile authentication with push; absent: not offered.
     public var mobileAuth: MobileAuthConfiguration?
+    /// The URL clients reach the server at (behind a proxy, the proxy's), e.g.
+    /// `https://auth.example.com`. Cookies the server sets are `Secure` when it is https.
+    public var publicURL: URL?
 
     private enum CodingKeys: String, CodingKey {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
-            maxRequestBytes, registrationAuthenticators, mobileAuth
+            maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL
     }
 
     public init() {
@@ -64,6 +68,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         maxRequestBytes = 65536
         registrationAuthenticators = nil
         mobileAuth = nil
+        publicURL = nil
     }
 
     public init(from decoder: any Decoder) throws {
@@ -87,5 +92,14 @@ public struct ServerConfiguration: Decodable, Sendable {
             throw container.invalid(.registrationAuthenticators, "list each authenticator once, the PIN first")
         }
         mobileAuth = try container.decodeIfPresent(MobileAuthConfiguration.self, forKey: .mobileAuth)
+        if let text = try container.decodeIfPresent(String.self, forKey: .publicURL) {
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
+                url.query == nil, url.fragment == nil, url.user == nil
+            else {
+                throw container.invalid(.publicURL, "expected an http or https URL without query, found \"\(text)\"")
+            }
+            // Kept without a trailing slash: endpoint paths are appended to it.
+            publicURL = text.hasSuffix("/") ? URL(string: String(text.dropLast())) : url
+        }
     }
 }

@@ -112,6 +112,104 @@ struct BrowserIdentityProviderTests {
         #expect(query.first { $0.name == "code_challenge" }?.value?.count == 43)
     }
 
+    @Test("the app listens on a port the system gave it (RFC 8252 §7.3): the code is redeemed for that redirect URI")
+    func ephemeralLoopbackPort() async throws {
+        let login = MemoryLogin()
+        let idp = try harness(login)
+        final class Ephemeral: ChallengeResponder {
+            let login: MemoryLogin
+            let redirected = Mutex<String?>(nil)
+            init(_ login: MemoryLogin) { self.login = login }
+            func browserRegistration(_ challenge: BrowserRegistrationChallenge) -> BrowserRegistrationResponse {
+                let listener = URL(string: "http://127.0.0.1:41999/callback")!
+                guard challenge.allowsAnyLoopbackPort, let url = challenge.url(redirectingTo: listener),
+                    challenge.url(redirectingTo: URL(string: "http://127.0.0.1:41999/other")!) == nil,
+                    challenge.url(redirectingTo: URL(string: "http://localhost:41999/callback")!) == nil,
+                    let (code, state) = login.issue(for: url)
+                else { return .cancel }
+                redirected.withLock { $0 = login.codes.withLock { $0[code]?.redirectURI } }
+                return .redirect(URL(string: "http://127.0.0.1:41999/callback?code=\(code)&state=\(state)")!)
+            }
+            func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .cancel }
+            func pin(_ challenge: PinChallenge) -> PinResponse { .cancel }
+            func biometric(_ challenge: BiometricChallenge) -> BiometricResponse { .cancel }
+            func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) -> CustomAuthenticatorResponse {
+                .cancel
+            }
+            func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse { .cancel }
+        }
+        let app = Ephemeral(login)
+        _ = try await idp.register(responder: app)
+        #expect(app.redirected.withLock { $0 } == "http://127.0.0.1:41999/callback")
+        // MemoryLogin redeems only for the redirect URI the code was issued to: the listener's.
+        #expect(await idp.identity?.subject == "ann@example.com")
+    }
+
+    @Test("the server half redeems for a loopback redirect on another port only; another host or path is refused")
+    func hostRedirectCheck() async throws {
+        let login = MemoryLogin()
+        let host = BrowserIdentityProviderHost(
+            descriptor: IdentityProviderDescriptor(id: "web", type: "idp.browser", name: "Web"),
+            authorizationURL: URL(string: "https://login.example/login/authorize")!,
+            clientID: "gatehouse",
+            redirectURI: "http://127.0.0.1:53180/callback",
+            scope: "openid",
+            login: login
+        )
+        func message(_ fields: [String: String]) throws -> Data { try JSONSerialization.data(withJSONObject: fields) }
+        let verifier = String(repeating: "v", count: 43)
+        let challenge = Data(SHA256.hash(data: Data(verifier.utf8))).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        for (used, accepted) in [
+            ("https://evil.example/callback", false), ("http://127.0.0.1:41999/other", false),
+            ("http://localhost:41999/callback", false), ("http://127.0.0.1:41999/callback", true),
+        ] {
+            let start = try await host.handle(
+                RegistrationStepRequest(
+                    message: try message([
+                        "step": "start", "redirectURI": "http://127.0.0.1:53180/callback", "codeChallenge": challenge,
+                    ]),
+                    scopes: [],
+                    now: Date()
+                )
+            )
+            guard case .challenge(let payload, let session) = start else {
+                Issue.record("no challenge")
+                return
+            }
+            let address = try #require(
+                (try JSONSerialization.jsonObject(with: payload) as? [String: String])?["authorizationURL"]
+            )
+            var components = try #require(URLComponents(string: address))
+            components.queryItems = components.queryItems?.map {
+                $0.name == "redirect_uri" ? URLQueryItem(name: $0.name, value: used) : $0
+            }
+            let authorization = try #require(components.url)
+            let (code, state) = try #require(login.issue(for: authorization))
+            let finish = RegistrationStepRequest(
+                message: try message([
+                    "step": "finish", "redirectURI": used, "code": code, "state": state, "codeVerifier": verifier,
+                ]),
+                session: session,
+                scopes: [],
+                now: Date()
+            )
+            do {
+                let outcome = try await host.handle(finish)
+                guard case .registered(let identity) = outcome else {
+                    Issue.record("\(used): \(outcome)")
+                    continue
+                }
+                #expect(accepted && identity.subject == "ann@example.com", "\(used)")
+            } catch let error as GenericError {
+                #expect(!accepted && error.code == .requestInvalid, "\(used)")
+            }
+            // A refused redirect redeems nothing.
+            #expect(login.codes.withLock { $0[code]?.used } == accepted, "\(used)")
+        }
+    }
+
     @Test("a wrong state, a redirect elsewhere, an error or a cancel end the registration; nothing is redeemed")
     func refusals() async throws {
         let login = MemoryLogin()
@@ -125,6 +223,14 @@ struct BrowserIdentityProviderTests {
                 "elsewhere",
                 { url, _ in
                     .redirect(URL(string: "http://127.0.0.1:9/evil?code=x&state=\(login.issue(for: url)!.state)")!)
+                }, "invalidState"
+            ),
+            (
+                "another loopback host",
+                { url, _ in
+                    .redirect(
+                        URL(string: "http://localhost:53180/callback?code=x&state=\(login.issue(for: url)!.state)")!
+                    )
                 }, "invalidState"
             ),
             ("denied", { _, back in redirect(back, "error=access_denied") }, "actionCancelled"),

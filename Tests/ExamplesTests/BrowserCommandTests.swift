@@ -18,15 +18,14 @@ private struct BrowserRegistration {
     static func start() async throws -> BrowserRegistration {
         let directory = try scratchDirectory("gatehouse-browser-cli")
         let port = try #require(LoopbackPort.free())
-        let redirectPort = try #require(LoopbackPort.free())
-        // The example manifest, with the addresses of this test's server and redirect listener.
+        // The example manifest, with this test's server address; the redirect listener takes a
+        // port the system picks, whatever port the manifest's loopback redirect URI names.
         let example = try String(
             contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
             encoding: .utf8
         )
         let manifest = directory.appendingPathComponent("server.yaml")
         try example.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)")
-            .replacingOccurrences(of: "127.0.0.1:53180", with: "127.0.0.1:\(redirectPort)")
             .write(to: manifest, atomically: true, encoding: .utf8)
         let database = directory.appendingPathComponent("server.sqlite").path
         let common = ["--manifest", manifest.path]
@@ -48,6 +47,14 @@ private struct BrowserRegistration {
         let prompt = try await register.waitFor("/login/authorize?")
         let start = try #require(prompt.range(of: url + "/login/authorize?"))
         let address = try #require(URL(string: String(prompt[start.lowerBound...].prefix { !$0.isWhitespace })))
+        let redirect = try #require(
+            URLComponents(url: address, resolvingAgainstBaseURL: false)?.queryItems?.first {
+                $0.name == "redirect_uri"
+            }?
+            .value
+        )
+        #expect(redirect.hasPrefix("http://127.0.0.1:") && redirect.hasSuffix("/callback"))
+        #expect(!redirect.contains(":53180/"), "the listener should take a port the system picks")
         return BrowserRegistration(directory: directory, server: server, register: register, url: url, address: address)
     }
 

@@ -6,7 +6,7 @@ import GatehouseTesting
 import Testing
 
 /// A login with two clients (one asks for consent) and the user ann@example.com.
-private func withLogin(_ body: (LoginServer) async throws -> Void) async throws {
+private func withLogin(publicURL: URL? = nil, _ body: (LoginServer) async throws -> Void) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
         "gatehouse-login-\(UUID().uuidString)"
     )
@@ -27,7 +27,12 @@ private func withLogin(_ body: (LoginServer) async throws -> Void) async throws 
             "maxFailedLogins": .integer(3), "passwordCost": .integer(14),
         ])
     )
-    let login = try LoginServer(configuration: configuration, directory: directory, environment: PluginEnvironment())
+    let login = try LoginServer(
+        configuration: configuration,
+        directory: directory,
+        environment: PluginEnvironment(),
+        publicURL: publicURL
+    )
     try await login.addUser("ann@example.com", password: "correct horse")
     try await body(login)
 }
@@ -111,6 +116,8 @@ struct LoginServerTests {
             )
             #expect(page.headers["X-Frame-Options"] == "DENY")
             #expect(page.headers["Set-Cookie"]?.contains("HttpOnly; SameSite=Strict") == true)
+            // Served over plain http (the loopback example), the cookie cannot be Secure.
+            #expect(page.headers["Set-Cookie"]?.contains("Secure") == false)
             #expect(browser.fields["csrf"] != nil && browser.fields["authorization"] != nil)
 
             let signedIn = await browser.post(["username": "Ann@Example.com ", "password": "correct horse"])
@@ -127,6 +134,16 @@ struct LoginServerTests {
             #expect(subject == "ann@example.com")
             // The page's form is spent: posting it again finds nothing.
             #expect(await browser.post(["username": "ann@example.com", "password": "correct horse"]).status == 400)
+        }
+    }
+
+    @Test("served at an https public URL, the CSRF cookie is Secure")
+    func secureCookie() async throws {
+        try await withLogin(publicURL: URL(string: "https://auth.example.com")) { login in
+            var browser = Browser(login: login)
+            let page = await browser.open()
+            #expect(page.status == 200)
+            #expect(page.headers["Set-Cookie"]?.hasSuffix("; Secure") == true)
         }
     }
 

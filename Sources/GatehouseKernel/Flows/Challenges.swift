@@ -170,6 +170,27 @@ public struct BrowserRegistrationChallenge: Sendable {
         self.redirectURI = redirectURI
         self.error = error
     }
+
+    /// Whether ``redirectURI`` is a loopback address (`http://127.0.0.1` or `http://[::1]`): the
+    /// app may then listen on any port it gets from the system (RFC 8252 §7.3) and open
+    /// ``url(redirectingTo:)`` instead of ``url``.
+    public var allowsAnyLoopbackPort: Bool {
+        redirectURI.scheme == "http" && ["127.0.0.1", "::1", "[::1]"].contains(redirectURI.host ?? "")
+    }
+
+    /// ``url`` with its `redirect_uri` swapped for `listener`: the loopback redirect URI with the
+    /// port the app's listener was given. Only the port may differ from ``redirectURI``; anything
+    /// else gives nil, and the identity provider checks the redirect again when it comes back.
+    public func url(redirectingTo listener: URL) -> URL? {
+        guard allowsAnyLoopbackPort, listener.scheme == redirectURI.scheme, listener.host == redirectURI.host,
+            listener.path == redirectURI.path, listener.query == nil, listener.port != nil,
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return nil }
+        components.queryItems = components.queryItems?.map {
+            $0.name == "redirect_uri" ? URLQueryItem(name: $0.name, value: listener.absoluteString) : $0
+        }
+        return components.url
+    }
 }
 
 /// The answer to a ``BrowserRegistrationChallenge``.
