@@ -182,7 +182,7 @@ let nonce = Data(repeating: 7, count: 32)
 let pinFloor = try floorMilliseconds(iterations: 20) {
     for step in 0..<3 {
         let proof = try DPoP.proof(method: "POST", url: baseURL + "/v1/flows/x", key: dpopKey, now: Date())
-        _ = try DPoP.verify(proof, method: "POST", path: "/v1/flows/x", accessToken: nil, now: Date())
+        _ = try DPoP.verify(proof, method: "POST", url: baseURL + "/v1/flows/x", accessToken: nil, now: Date())
         _ = step
     }
     let blinded = try oprfKey.publicKey.blind(Data("258147".utf8))
@@ -210,7 +210,7 @@ let pinFloor = try floorMilliseconds(iterations: 20) {
 /// One refresh grant's crypto: a DPoP proof made and checked, two new random tokens and three hashes.
 let refreshFloor = try floorMilliseconds(iterations: 200) {
     let proof = try DPoP.proof(method: "POST", url: baseURL + "/v1/token", key: dpopKey, now: Date())
-    _ = try DPoP.verify(proof, method: "POST", path: "/v1/token", accessToken: nil, now: Date())
+    _ = try DPoP.verify(proof, method: "POST", url: baseURL + "/v1/token", accessToken: nil, now: Date())
     for _ in 0..<3 { _ = SHA256.hash(data: Data.random(count: 32)) }
 }
 

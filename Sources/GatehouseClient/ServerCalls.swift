@@ -2,12 +2,15 @@ import Crypto
 import Foundation
 import GatehouseKernel
 import GatehouseProtocol
+import Synchronization
 
 /// One request to the token server: JSON body, DPoP proof, access token; a refusal becomes the
 /// domain error it stands for, so callers catch the same types in-process and over HTTP.
 struct ServerCalls: Sendable {
     let transport: any TokenServerTransport
     let clock: any WallClock
+    /// The server's latest DPoP nonce (RFC 9449 §8), put into the next proofs.
+    let nonce = DPoPNonceMemory()
 
     /// A refusal as the server sent it, with the domain error it stands for.
     struct Refusal: Error {
@@ -39,8 +42,16 @@ struct ServerCalls: Sendable {
         accessToken: String? = nil,
         errors: WireErrors.Context = .flows
     ) async throws -> Response {
-        let request = try self.request(method, path, body: body, key: key, accessToken: accessToken)
-        let response = try await transport.send(request)
+        var response = try await transport.send(
+            try self.request(method, path, body: body, key: key, accessToken: accessToken)
+        )
+        // A server that wants nonces says so once; the request goes again with the one it sent.
+        if key != nil, nonce.remember(response), Self.asksForNonce(response) {
+            response = try await transport.send(
+                try self.request(method, path, body: body, key: key, accessToken: accessToken)
+            )
+            nonce.remember(response)
+        }
         guard (200..<300).contains(response.status) else { throw refusal(response, errors: errors) }
         do {
             return try WireCoding.decode(Response.self, from: response.body)
@@ -70,6 +81,7 @@ struct ServerCalls: Sendable {
                 method: method,
                 url: transport.baseURL + target,
                 accessToken: accessToken,
+                nonce: nonce.current,
                 key: key,
                 now: clock.now
             )
@@ -78,11 +90,33 @@ struct ServerCalls: Sendable {
         return WireRequest(method: method, path: path, headers: headers, body: data)
     }
 
+    /// Whether `response` refuses a proof for want of the server's nonce.
+    static func asksForNonce(_ response: WireResponse) -> Bool {
+        guard response.status == 400 || response.status == 401 else { return false }
+        if response.header("WWW-Authenticate")?.contains(#"error="use_dpop_nonce""#) == true { return true }
+        return (try? WireCoding.decode(ErrorBody.self, from: response.body))?.error == "use_dpop_nonce"
+    }
+
     /// The refusal an error response stands for.
     func refusal(_ response: WireResponse, errors: WireErrors.Context) -> Refusal {
         guard let error = try? WireCoding.decode(ErrorBody.self, from: response.body) else {
             return Refusal(error: GenericError(.unknown, message: "The server answered HTTP \(response.status)."))
         }
         return Refusal(error: WireErrors.domainError(error, status: response.status, context: errors), body: error)
+    }
+}
+
+/// The latest `DPoP-Nonce` a server sent, shared by every call to it.
+final class DPoPNonceMemory: Sendable {
+    private let value = Mutex<String?>(nil)
+
+    var current: String? { value.withLock { $0 } }
+
+    /// Keeps the response's nonce, if it has one; returns whether it did.
+    @discardableResult
+    func remember(_ response: WireResponse) -> Bool {
+        guard let nonce = response.header("DPoP-Nonce"), !nonce.isEmpty, nonce.utf8.count <= 256 else { return false }
+        value.withLock { $0 = nonce }
+        return true
     }
 }

@@ -148,6 +148,7 @@ extension UserClient {
                         request.setHeader("Accept", "text/event-stream")
                         request.setHeader("Last-Event-ID", lastEventID)
                         let (head, chunks) = try await configuration.transport.open(request)
+                        calls.nonce.remember(head)
                         guard head.status == 200 else {
                             throw calls.refusal(head, errors: .mobileAuthRequest).error
                         }

@@ -1,12 +1,14 @@
 public import Crypto
 public import Foundation
 
-/// A P-256 public key as a JSON Web Key (RFC 7517), the form DPoP proofs carry.
+/// A public key as a JSON Web Key (RFC 7517): P-256 or P-384 (`kty` EC), or Ed25519 (`kty` OKP,
+/// RFC 8037). DPoP proofs carry one; profile keys are P-256.
 public struct PublicJWK: Codable, Hashable, Sendable {
     public var kty: String
     public var crv: String
     public var x: String
-    public var y: String
+    /// The point's y coordinate; EC keys only.
+    public var y: String?
 
     public init(_ key: P256.Signing.PublicKey) {
         let raw = key.rawRepresentation
@@ -16,17 +18,55 @@ public struct PublicJWK: Codable, Hashable, Sendable {
         y = raw.suffix(32).base64URLEncodedString
     }
 
-    /// The key, when this is a valid P-256 point.
-    public func publicKey() -> P256.Signing.PublicKey? {
-        guard kty == "EC", crv == "P-256", let x = Data(base64URLEncoded: x), let y = Data(base64URLEncoded: y),
-            x.count == 32, y.count == 32
-        else { return nil }
-        return try? P256.Signing.PublicKey(rawRepresentation: x + y)
+    public init(_ key: P384.Signing.PublicKey) {
+        let raw = key.rawRepresentation
+        kty = "EC"
+        crv = "P-384"
+        x = raw.prefix(48).base64URLEncodedString
+        y = raw.suffix(48).base64URLEncodedString
     }
 
-    /// The RFC 7638 thumbprint: base64url SHA-256 of the required members in lexicographic order.
+    public init(_ key: Curve25519.Signing.PublicKey) {
+        kty = "OKP"
+        crv = "Ed25519"
+        x = key.rawRepresentation.base64URLEncodedString
+        y = nil
+    }
+
+    /// The key, when this is a valid P-256 point.
+    public func publicKey() -> P256.Signing.PublicKey? {
+        guard case .p256(let key) = verifyingKey() else { return nil }
+        return key
+    }
+
+    /// The key for any supported curve, when this is a valid key.
+    public func verifyingKey() -> DPoP.VerifyingKey? {
+        switch (kty, crv) {
+        case ("EC", "P-256"):
+            guard let x = Data(base64URLEncoded: x), let y = y.flatMap({ Data(base64URLEncoded: $0) }), x.count == 32,
+                y.count == 32
+            else { return nil }
+            return (try? P256.Signing.PublicKey(rawRepresentation: x + y)).map { .p256($0) }
+        case ("EC", "P-384"):
+            guard let x = Data(base64URLEncoded: x), let y = y.flatMap({ Data(base64URLEncoded: $0) }), x.count == 48,
+                y.count == 48
+            else { return nil }
+            return (try? P384.Signing.PublicKey(rawRepresentation: x + y)).map { .p384($0) }
+        case ("OKP", "Ed25519"):
+            guard y == nil, let x = Data(base64URLEncoded: x), x.count == 32 else { return nil }
+            return (try? Curve25519.Signing.PublicKey(rawRepresentation: x)).map { .ed25519($0) }
+        default:
+            return nil
+        }
+    }
+
+    /// The RFC 7638 thumbprint: base64url SHA-256 of the required members in lexicographic order
+    /// (`crv`, `kty`, `x`, `y` for EC; `crv`, `kty`, `x` for OKP, RFC 8037 §2).
     public var thumbprint: String {
-        let canonical = #"{"crv":"\#(crv)","kty":"\#(kty)","x":"\#(x)","y":"\#(y)"}"#
+        let canonical =
+            if let y { #"{"crv":"\#(crv)","kty":"\#(kty)","x":"\#(x)","y":"\#(y)"}"# } else {
+                #"{"crv":"\#(crv)","kty":"\#(kty)","x":"\#(x)"}"#
+            }
         return Data(SHA256.hash(data: Data(canonical.utf8))).base64URLEncodedString
     }
 }
@@ -38,6 +78,68 @@ public enum DPoP {
     public static let allowedClockSkew: TimeInterval = 60
     /// The longest proof accepted, in bytes.
     public static let maximumProofLength = 4096
+    /// The signature algorithms proofs may use (`dpop_signing_alg_values_supported`).
+    public static let algorithms = ["ES256", "ES384", "EdDSA"]
+
+    /// A key a proof may be signed with, by curve.
+    public enum VerifyingKey: Sendable {
+        case p256(P256.Signing.PublicKey)
+        case p384(P384.Signing.PublicKey)
+        case ed25519(Curve25519.Signing.PublicKey)
+
+        /// The JWS `alg` that goes with the curve.
+        public var algorithm: String {
+            switch self {
+            case .p256: "ES256"
+            case .p384: "ES384"
+            case .ed25519: "EdDSA"
+            }
+        }
+
+        func isValidSignature(_ signature: Data, for input: Data) -> Bool {
+            switch self {
+            case .p256(let key):
+                guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                return key.isValidSignature(signature, for: input)
+            case .p384(let key):
+                guard let signature = try? P384.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                return key.isValidSignature(signature, for: input)
+            case .ed25519(let key):
+                return key.isValidSignature(signature, for: input)
+            }
+        }
+    }
+
+    /// A private key that signs proofs.
+    public enum SigningKey: Sendable {
+        case p256(P256.Signing.PrivateKey)
+        case p384(P384.Signing.PrivateKey)
+        case ed25519(Curve25519.Signing.PrivateKey)
+
+        public var jwk: PublicJWK {
+            switch self {
+            case .p256(let key): PublicJWK(key.publicKey)
+            case .p384(let key): PublicJWK(key.publicKey)
+            case .ed25519(let key): PublicJWK(key.publicKey)
+            }
+        }
+
+        var algorithm: String {
+            switch self {
+            case .p256: "ES256"
+            case .p384: "ES384"
+            case .ed25519: "EdDSA"
+            }
+        }
+
+        func signature(for input: Data) throws -> Data {
+            switch self {
+            case .p256(let key): try key.signature(for: input).rawRepresentation
+            case .p384(let key): try key.signature(for: input).rawRepresentation
+            case .ed25519(let key): try key.signature(for: input)
+            }
+        }
+    }
 
     struct Header: Codable {
         var typ: String
@@ -51,34 +153,49 @@ public enum DPoP {
         var htu: String
         var iat: Int64
         var ath: String?
+        var nonce: String?
     }
 
-    /// A proof for one request.
+    /// A proof for one request, signed with a P-256 key (ES256).
     /// - Parameters:
-    ///   - url: The request's URL; servers compare its path.
+    ///   - url: The request's URL without query and fragment (`htu`).
     ///   - accessToken: The access token sent with the request, if any; its hash goes into `ath`.
+    ///   - nonce: The server's latest `DPoP-Nonce`, when it asks for one.
     public static func proof(
         method: String,
         url: String,
         accessToken: String? = nil,
+        nonce: String? = nil,
         key: P256.Signing.PrivateKey,
+        now: Date
+    ) throws -> String {
+        try proof(method: method, url: url, accessToken: accessToken, nonce: nonce, signingKey: .p256(key), now: now)
+    }
+
+    /// A proof for one request, signed with any supported key.
+    public static func proof(
+        method: String,
+        url: String,
+        accessToken: String? = nil,
+        nonce: String? = nil,
+        signingKey key: SigningKey,
         now: Date
     ) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        let header = try encoder.encode(Header(typ: "dpop+jwt", alg: "ES256", jwk: PublicJWK(key.publicKey)))
+        let header = try encoder.encode(Header(typ: "dpop+jwt", alg: key.algorithm, jwk: key.jwk))
         let claims = try encoder.encode(
             Claims(
                 jti: Data.random(count: 16).base64URLEncodedString,
                 htm: method,
                 htu: url,
                 iat: Int64(now.timeIntervalSince1970),
-                ath: accessToken.map(accessTokenHash)
+                ath: accessToken.map(accessTokenHash),
+                nonce: nonce
             )
         )
         let signingInput = header.base64URLEncodedString + "." + claims.base64URLEncodedString
-        let signature = try key.signature(for: Data(signingInput.utf8))
-        return signingInput + "." + signature.rawRepresentation.base64URLEncodedString
+        return signingInput + "." + (try key.signature(for: Data(signingInput.utf8))).base64URLEncodedString
     }
 
     /// `ath`: base64url SHA-256 of the access token.
@@ -94,6 +211,8 @@ public enum DPoP {
         /// The proof's unique id; the server refuses a second proof with the same id.
         public var jti: String
         public var issuedAt: Date
+        /// The server nonce the proof carries, if any; the caller checks it.
+        public var nonce: String?
     }
 
     /// Why a proof was refused.
@@ -102,12 +221,32 @@ public enum DPoP {
         public var description: String { reason }
     }
 
-    /// Checks a proof: its form, signature, method, path, age and access-token hash. The caller
-    /// checks that `jti` was not seen before.
+    /// `url` as RFC 9449 §4.3 compares it: without query and fragment, scheme and host in lower
+    /// case, no default port (RFC 3986 §6.2.2–6.2.3). Nil when it is not an absolute http(s) URL.
+    public static func normalizedHTU(_ url: String) -> String? {
+        guard var components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            ["http", "https"].contains(scheme), let host = components.host, !host.isEmpty, components.user == nil,
+            components.password == nil
+        else { return nil }
+        components.scheme = scheme
+        components.host = host.lowercased()
+        if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) {
+            components.port = nil
+        }
+        components.query = nil
+        components.fragment = nil
+        if components.path.isEmpty { components.path = "/" }
+        return components.string
+    }
+
+    /// Checks a proof: its form, algorithm, signature, method, whole target URI, age and
+    /// access-token hash. The caller checks that `jti` was not seen before, and the nonce.
+    /// - Parameter url: The request's URI as the client addressed it: the server's public URL
+    ///   and the path (RFC 9449 §4.3, step 9).
     public static func verify(
         _ proof: String,
         method: String,
-        path: String,
+        url: String,
         accessToken: String?,
         now: Date
     ) throws(Refusal) -> VerifiedProof {
@@ -120,16 +259,21 @@ public enum DPoP {
         guard let header = try? decoder.decode(Header.self, from: headerData),
             let claims = try? decoder.decode(Claims.self, from: claimsData)
         else { throw Refusal(reason: "the DPoP proof's header or claims are malformed") }
-        guard header.typ == "dpop+jwt", header.alg == "ES256" else {
-            throw Refusal(reason: "the DPoP proof must have typ dpop+jwt and alg ES256")
+        guard header.typ == "dpop+jwt" else { throw Refusal(reason: "the DPoP proof must have typ dpop+jwt") }
+        guard algorithms.contains(header.alg) else {
+            throw Refusal(reason: "the DPoP proof's alg must be one of \(algorithms.joined(separator: ", "))")
         }
-        guard let key = header.jwk.publicKey() else { throw Refusal(reason: "the DPoP proof's jwk is not a P-256 key") }
-        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
-            key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
-        else { throw Refusal(reason: "the DPoP proof's signature is not valid") }
+        guard let key = header.jwk.verifyingKey() else {
+            throw Refusal(reason: "the DPoP proof's jwk is not a P-256, P-384 or Ed25519 public key")
+        }
+        // The algorithm must be the key's own: no key is checked under another algorithm.
+        guard key.algorithm == header.alg else { throw Refusal(reason: "the DPoP proof's alg does not fit its key") }
+        guard key.isValidSignature(signatureData, for: Data((parts[0] + "." + parts[1]).utf8)) else {
+            throw Refusal(reason: "the DPoP proof's signature is not valid")
+        }
         guard claims.htm == method else { throw Refusal(reason: "the DPoP proof is for another method") }
-        guard let proofPath = URLComponents(string: claims.htu)?.path, proofPath == path else {
-            throw Refusal(reason: "the DPoP proof is for another URL")
+        guard let proofURL = normalizedHTU(claims.htu), proofURL == normalizedHTU(url) else {
+            throw Refusal(reason: "the DPoP proof is for another URI (htu must be \(url))")
         }
         let issuedAt = Date(timeIntervalSince1970: TimeInterval(claims.iat))
         guard abs(issuedAt.timeIntervalSince(now)) <= allowedClockSkew else {
@@ -148,7 +292,8 @@ public enum DPoP {
             keyThumbprint: header.jwk.thumbprint,
             publicKey: header.jwk,
             jti: claims.jti,
-            issuedAt: issuedAt
+            issuedAt: issuedAt,
+            nonce: claims.nonce
         )
     }
 }

@@ -39,6 +39,13 @@ public struct WireResponse: Sendable {
         self.body = body
         self.stream = stream
     }
+
+    /// A header's value, whatever the case of its name.
+    public func header(_ name: String) -> String? {
+        if let exact = headers[name] { return exact }
+        let lowered = name.lowercased()
+        return headers.first { $0.key.lowercased() == lowered }?.value
+    }
 }
 
 /// Moves wire requests to a token server: in-process (embedded) or over HTTP.

@@ -7,7 +7,9 @@ public import GatehouseProtocol
 /// every flow with no separate service.
 public struct EmbeddedTokenServer: TokenServerTransport {
     public let server: TokenServer
-    public var baseURL: String { "http://gatehouse.embedded" }
+    /// The in-process server's URL in DPoP proofs, unless `server.publicURL` names another.
+    public static let defaultURL = "http://gatehouse.embedded"
+    public var baseURL: String { server.publicURL }
 
     /// A server for `manifest`, keeping its state in `directory` (created if missing).
     public init(

@@ -30,8 +30,13 @@ public enum HTTPTokenServer {
                     ServerError(413, "invalid_request", "The request body is larger than \(limit) bytes.").response
                 )
             }
+            // A field sent twice is one comma-separated value (RFC 9110 §5.3): two DPoP proofs or
+            // two Authorization headers then fail as the malformed values they are.
             var headers: [String: String] = [:]
-            for field in request.headers { headers[field.name.canonicalName] = field.value }
+            for field in request.headers {
+                headers[field.name.canonicalName] = headers[field.name.canonicalName].map { $0 + ", " + field.value }
+                    ?? field.value
+            }
             let wire = WireRequest(
                 method: request.method.rawValue,
                 path: request.uri.query.map { "\(request.uri.path)?\($0)" } ?? request.uri.path,
@@ -47,7 +52,11 @@ public enum HTTPTokenServer {
         return Application(
             router: router,
             configuration: .init(address: .hostname(host, port: port), serverName: "gatehouse"),
-            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                server.served(at: "http://\(host.contains(":") ? "[\(host)]" : host):\(bound)")
+                await onRunning(bound)
+            },
             logger: logger
         )
     }

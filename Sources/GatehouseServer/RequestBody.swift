@@ -11,20 +11,46 @@ public enum RequestBody {
         public var description: String
     }
 
+    /// - Parameter allowingForm: Whether the body is an OAuth request: a form
+    ///   (`application/x-www-form-urlencoded`) is accepted as well as JSON, as the token,
+    ///   revocation and introspection endpoints must (RFC 6749 §3.2, RFC 7009 §2.1, RFC 7662
+    ///   §2.1), and parameters the endpoint does not know are ignored (RFC 6749 §3.1). A form's
+    ///   fields are strings; a field given twice is refused.
     public static func decode<T: Decodable>(
         _ type: T.Type,
         from request: WireRequest,
-        maxBytes: Int
+        maxBytes: Int,
+        allowingForm: Bool = false
     ) throws(Refusal) -> T {
         guard request.body.count <= maxBytes else {
             throw Refusal(status: 413, description: "The request body is larger than \(maxBytes) bytes.")
         }
         // The media type exactly (parameters such as charset may follow), not a prefix of it.
-        guard let contentType = request.header("Content-Type")?.lowercased(),
-            contentType.split(separator: ";", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces)
-                == "application/json"
-        else {
-            throw Refusal(status: 415, description: "The request body must be JSON (Content-Type: application/json).")
+        let mediaType = request.header("Content-Type")?.lowercased().split(separator: ";", maxSplits: 1).first?
+            .trimmingCharacters(in: .whitespaces)
+        if allowingForm, mediaType == "application/x-www-form-urlencoded" {
+            guard let form = FormFields(body: request.body) else {
+                throw Refusal(
+                    status: 400,
+                    description: "The form is malformed: a field is given twice, or holds bad UTF-8, % escapes or NUL."
+                )
+            }
+            do {
+                return try ConfigurationDecoder(ignoresUnknownKeys: true).decode(
+                    type,
+                    from: .object(form.values.mapValues { .string($0) })
+                )
+            } catch {
+                throw Refusal(status: 400, description: "Invalid field \(error.description).")
+            }
+        }
+        guard mediaType == "application/json" else {
+            throw Refusal(
+                status: 415,
+                description: allowingForm
+                    ? "The request body must be a form (application/x-www-form-urlencoded) or JSON (application/json)."
+                    : "The request body must be JSON (Content-Type: application/json)."
+            )
         }
         let value: ConfigValue
         do {
@@ -39,7 +65,7 @@ public enum RequestBody {
             throw Refusal(status: 400, description: "Invalid field \(path): contains a NUL character.")
         }
         do {
-            return try ConfigurationDecoder().decode(type, from: value)
+            return try ConfigurationDecoder(ignoresUnknownKeys: allowingForm).decode(type, from: value)
         } catch {
             throw Refusal(status: 400, description: "Invalid field \(error.description).")
         }

@@ -52,10 +52,37 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// The URL clients reach the server at (behind a proxy, the proxy's), e.g.
     /// `https://auth.example.com`. Cookies the server sets are `Secure` when it is https.
     public var publicURL: URL?
+    /// Whether DPoP proofs must carry a nonce the server gave out (RFC 9449 §8; default false).
+    /// The server sends a fresh one in every response's `DPoP-Nonce` header.
+    public var requireDPoPNonce: Bool
+    /// Resource servers (APIs) that may introspect tokens (RFC 7662), with HTTP Basic credentials.
+    public var resourceServers: [ResourceServer]
+
+    /// An API that checks Gatehouse tokens by introspection.
+    public struct ResourceServer: Decodable, Sendable, Equatable {
+        public var id: String
+        /// At least 16 characters; compared by digest in constant time.
+        public var secret: String
+
+        public init(id: String, secret: String) {
+            self.id = id
+            self.secret = secret
+        }
+
+        private enum CodingKeys: String, CodingKey { case id, secret }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            secret = try container.decode(String.self, forKey: .secret)
+            guard !id.isEmpty, !id.contains(":") else { throw container.invalid(.id, "a non-empty id without \":\"") }
+            guard secret.utf8.count >= 16 else { throw container.invalid(.secret, "use at least 16 characters") }
+        }
+    }
 
     private enum CodingKeys: String, CodingKey {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
-            maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL
+            maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL, requireDPoPNonce, resourceServers
     }
 
     public init() {
@@ -69,6 +96,8 @@ public struct ServerConfiguration: Decodable, Sendable {
         registrationAuthenticators = nil
         mobileAuth = nil
         publicURL = nil
+        requireDPoPNonce = false
+        resourceServers = []
     }
 
     public init(from decoder: any Decoder) throws {
@@ -100,6 +129,11 @@ public struct ServerConfiguration: Decodable, Sendable {
             }
             // Kept without a trailing slash: endpoint paths are appended to it.
             publicURL = text.hasSuffix("/") ? URL(string: String(text.dropLast())) : url
+        }
+        requireDPoPNonce = try container.decode(Bool.self, forKey: .requireDPoPNonce, default: false)
+        resourceServers = try container.decode([ResourceServer].self, forKey: .resourceServers, default: [])
+        guard Set(resourceServers.map(\.id)).count == resourceServers.count else {
+            throw container.invalid(.resourceServers, "each resource server id must be unique")
         }
     }
 }

@@ -16,14 +16,33 @@ struct ServerError: Error {
     static func invalidRequest(_ description: String) -> ServerError {
         ServerError(400, "invalid_request", description)
     }
+    /// A refused DPoP proof: 400 at the authorization server's endpoints (RFC 9449 §5); a request
+    /// that presents an access token gets 401 with a challenge instead (§7.1, see
+    /// ``atResource(_:)``).
     static func invalidProof(_ description: String) -> ServerError {
-        var error = ServerError(401, "invalid_dpop_proof", description)
-        error.headers["WWW-Authenticate"] = #"DPoP error="invalid_dpop_proof""#
-        return error
+        ServerError(400, "invalid_dpop_proof", description)
+    }
+    /// The proof carries no nonce, or a stale one: the client retries with the `DPoP-Nonce` sent.
+    static func useDPoPNonce(_ description: String) -> ServerError {
+        ServerError(400, "use_dpop_nonce", description)
     }
     static func invalidToken(_ description: String) -> ServerError {
         var error = ServerError(401, "invalid_token", description)
-        error.headers["WWW-Authenticate"] = #"DPoP error="invalid_token""#
+        error.headers["WWW-Authenticate"] = dpopChallenge("invalid_token")
+        return error
+    }
+
+    /// `WWW-Authenticate` for a DPoP-protected resource (RFC 9449 §7.1).
+    static func dpopChallenge(_ error: String) -> String {
+        #"DPoP error="\#(error)", algs="\#(DPoP.algorithms.joined(separator: " "))""#
+    }
+
+    /// This refusal as a protected resource gives it: a proof problem is 401 with a challenge.
+    func atResource() -> ServerError {
+        guard ["invalid_dpop_proof", "use_dpop_nonce"].contains(body.error) else { return self }
+        var error = self
+        error.status = 401
+        error.headers["WWW-Authenticate"] = Self.dpopChallenge(body.error)
         return error
     }
     static func invalidGrant(_ description: String, code: Int? = nil) -> ServerError {

@@ -37,11 +37,11 @@ extension ServerStore {
         ] {
             try db.execute(
                 sql: """
-                    INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    Self.tokenHash(token), kind, familyID, profileID, keyThumbprint, scope, now + Double(lifetime),
+                    Self.tokenHash(token), kind, familyID, profileID, keyThumbprint, scope, now, now + Double(lifetime),
                 ]
             )
         }

@@ -197,6 +197,46 @@ final class ServerStore: Sendable {
             }
             try db.alter(table: "flows") { table in table.add(column: "transaction_id", .text) }
         }
+        migrator.registerMigration("v4-oauth") { db in
+            // Secrets the server makes once and every instance shares (the DPoP nonce key).
+            try db.create(table: "server_secrets") { table in
+                table.primaryKey("name", .text)
+                table.column("value", .blob).notNull()
+            }
+            // Device tokens (client credentials): bound to an installation's key, no user.
+            try db.create(table: "client_tokens") { table in
+                table.column("hash", .blob).primaryKey()
+                table.column("client_id", .text).notNull().references("clients", onDelete: .cascade).indexed()
+                table.column("key_thumbprint", .text).notNull()
+                table.column("scope", .text).notNull()
+                table.column("issued_at", .double).notNull()
+                table.column("expires_at", .double).notNull().indexed()
+                table.column("revoked", .boolean).notNull().defaults(to: false)
+            }
+            try db.alter(table: "tokens") { table in table.add(column: "issued_at", .double) }
+            try db.create(index: "tokens_expires_at", on: "tokens", columns: ["expires_at"])
+            try db.create(index: "tokens_profile_id", on: "tokens", columns: ["profile_id"])
+            try db.alter(table: "profiles") { table in
+                // Registration validity: the profile ends then (NULL: never).
+                table.add(column: "expires_at", .double)
+                // A stateless registration: one session, no refresh token, nothing on the device.
+                table.add(column: "stateless", .boolean).notNull().defaults(to: false)
+            }
+            try db.create(index: "profiles_expires_at", on: "profiles", columns: ["expires_at"])
+            // App-to-web single sign-on: one-time login tokens for a target URL, and the browser
+            // sessions they open.
+            try db.create(table: "web_login_tokens") { table in
+                table.column("hash", .blob).primaryKey()
+                table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade).indexed()
+                table.column("target", .text).notNull()
+                table.column("expires_at", .double).notNull().indexed()
+            }
+            try db.create(table: "web_sessions") { table in
+                table.column("hash", .blob).primaryKey()
+                table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade).indexed()
+                table.column("expires_at", .double).notNull().indexed()
+            }
+        }
         return migrator
     }
 
@@ -208,6 +248,18 @@ final class ServerStore: Sendable {
         var keyThumbprint: String
         var jti: String
         var now: Double
+    }
+
+    /// The named secret, made (32 random bytes) the first time any instance asks for it.
+    func secret(_ name: String) throws -> Data {
+        try pool.write { db in
+            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM server_secrets WHERE name = ?", arguments: [name]) {
+                return existing
+            }
+            let made = Data.random(count: 32)
+            try db.execute(sql: "INSERT INTO server_secrets (name, value) VALUES (?, ?)", arguments: [name, made])
+            return made
+        }
     }
 
     func record(_ proof: ProofUse, _ db: Database) throws {

@@ -2,6 +2,7 @@ import Foundation
 public import GatehouseKernel
 public import GatehouseProtocol
 import Logging
+import Synchronization
 
 /// The token server: registration through identity providers, PIN enrolment and authentication,
 /// DPoP-bound tokens with rotation and reuse detection, revocation, deregistration and an
@@ -28,6 +29,23 @@ public final class TokenServer: Sendable {
     let hub = EventChannelHub()
     /// Sends the portal's callbacks (with mobile authentication configured).
     let callbacks: CallbackDispatcher?
+    let nonces: DPoPNonces
+    /// Where the transport serving this server listens, when `server.publicURL` is not set.
+    private let servedAt = Mutex<String?>(nil)
+
+    /// The URL clients reach the server at, without a trailing slash: `server.publicURL`, else
+    /// the address ``HTTPTokenServer`` listens on, else the embedded server's. DPoP proofs name
+    /// it (`htu`), and it is the issuer in the server's metadata.
+    public var publicURL: String {
+        configuration.publicURL?.absoluteString ?? servedAt.withLock { $0 } ?? EmbeddedTokenServer.defaultURL
+    }
+
+    /// Tells the server the address it is served at (the first one told is kept).
+    func served(at url: String) {
+        servedAt.withLock { current in
+            if current == nil { current = url }
+        }
+    }
 
     /// A server for `manifest`'s plugins and `server` section, with its state at `databasePath`,
     /// and `extensions` mounted under their path prefixes.
@@ -97,6 +115,7 @@ public final class TokenServer: Sendable {
             maxFailures: configuration.maxPinFailures
         )
         self.store = store
+        nonces = DPoPNonces(secret: try store.secret("dpop-nonce"))
         clock = environment.clock
         logger = environment.logger
         self.extensions = extensions
@@ -110,9 +129,17 @@ public final class TokenServer: Sendable {
 
     /// Answers one request. Never throws: every problem becomes an error response.
     public func handle(_ request: WireRequest) async -> WireResponse {
+        var response = await answer(request)
+        if configuration.requireDPoPNonce { response.headers["DPoP-Nonce"] = nonces.current(now: now) }
+        return response
+    }
+
+    private func answer(_ request: WireRequest) async -> WireResponse {
         do {
             return try await route(request)
-        } catch let error as ServerError {
+        } catch var error as ServerError {
+            // A request that presents an access token is a protected resource's (RFC 9449 §7.1).
+            if request.header("Authorization")?.lowercased().hasPrefix("dpop ") == true { error = error.atResource() }
             logger.debug(
                 "Refused",
                 metadata: ["path": "\(request.path)", "status": "\(error.status)", "error": "\(error.body.error)"]
@@ -230,9 +257,14 @@ public final class TokenServer: Sendable {
 
     /// Decodes a JSON body strictly: size, media type, syntax, and every field's type, with the
     /// field named in the message. Unknown fields are refused.
-    func decodeBody<T: Decodable>(_ type: T.Type, _ request: WireRequest) throws -> T {
+    func decodeBody<T: Decodable>(_ type: T.Type, _ request: WireRequest, oauth: Bool = false) throws -> T {
         do {
-            return try RequestBody.decode(type, from: request, maxBytes: configuration.maxRequestBytes)
+            return try RequestBody.decode(
+                type,
+                from: request,
+                maxBytes: configuration.maxRequestBytes,
+                allowingForm: oauth
+            )
         } catch {
             throw ServerError(error.status, "invalid_request", error.description)
         }
@@ -243,18 +275,26 @@ public final class TokenServer: Sendable {
     func proof(_ request: WireRequest, accessToken: String? = nil) throws -> ServerStore.ProofUse {
         guard let header = request.header("DPoP") else { throw ServerError.invalidProof("A DPoP proof is required.") }
         let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let verified: DPoP.VerifiedProof
         do {
-            let verified = try DPoP.verify(
+            verified = try DPoP.verify(
                 header,
                 method: request.method,
-                path: path,
+                url: publicURL + path,
                 accessToken: accessToken,
                 now: clock.now
             )
-            return ServerStore.ProofUse(keyThumbprint: verified.keyThumbprint, jti: verified.jti, now: now)
         } catch {
             throw ServerError.invalidProof("The DPoP proof is not valid: \(error.reason).")
         }
+        if configuration.requireDPoPNonce {
+            guard let nonce = verified.nonce, nonces.accepts(nonce, now: now) else {
+                throw ServerError.useDPoPNonce(
+                    "The DPoP proof must carry the nonce from the DPoP-Nonce response header."
+                )
+            }
+        }
+        return ServerStore.ProofUse(keyThumbprint: verified.keyThumbprint, jti: verified.jti, now: now)
     }
 
     func json(_ value: some Encodable, status: Int = 200) throws -> WireResponse {
@@ -289,8 +329,8 @@ public final class TokenServer: Sendable {
     private func registerClient(_ request: WireRequest) async throws -> WireResponse {
         let body = try decodeBody(ClientRegistrationRequest.self, request)
         let proof = try proof(request)
-        guard body.publicKey.publicKey() != nil else {
-            throw ServerError.invalidRequest("public_key is not a P-256 key.")
+        guard body.publicKey.verifyingKey() != nil else {
+            throw ServerError.invalidRequest("public_key is not a P-256, P-384 or Ed25519 public key.")
         }
         guard proof.keyThumbprint == body.publicKey.thumbprint else {
             throw ServerError.invalidProof("The DPoP proof must be signed by the key being registered.")

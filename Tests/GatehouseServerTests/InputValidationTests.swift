@@ -110,7 +110,7 @@ struct InputValidationTests {
             (status, error) = try await refusal("GET", "/v1/nothing", "")
             #expect(status == 404)
             (status, error) = try await refusal("POST", Endpoint.deregister, #"{"profile_id": "ABC123"}"#)
-            #expect(status == 401)
+            #expect(status == 400)
             #expect(error.error == "invalid_dpop_proof")
         }
     }

@@ -199,7 +199,7 @@ struct MobileAuthFormatTests {
                 fixture.transport.recorded.last { $0.0.path.hasPrefix(Endpoint.mobileAuthPending) }?.0
             )
             let replayed = try await fixture.transport.send(read)
-            #expect(replayed.status == 401)
+            #expect(replayed.status == 400)
             #expect(String(decoding: replayed.body, as: UTF8.self).contains("already used"))
             _ = profile
         }

@@ -81,7 +81,7 @@ struct MobileAuthSecurityTests {
                     now: Date()
                 )
                 let response = try await fixture.send(method, path, headers: ["DPoP": proof])
-                #expect(response.status == 401, "\(path)")
+                #expect(response.status == 400, "\(path)")  // RFC 9449 §5: no access token, so 400
                 #expect(!String(decoding: response.body, as: UTF8.self).contains("sealed"))
             }
             #expect(try fixture.snapshotMobileAuth() == before)

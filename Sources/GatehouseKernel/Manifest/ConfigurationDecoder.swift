@@ -4,7 +4,11 @@
 /// misspelt option fails at start-up instead of being ignored. Errors are ``ConfigurationError``s
 /// that name the key path (`blacklist[2]`, `maxLength`) and say what was expected and found.
 public struct ConfigurationDecoder: Sendable {
-    public init() {}
+    /// Whether keys the type never asked for are ignored instead of refused (OAuth endpoints
+    /// must ignore parameters they do not know, RFC 6749 §3.1).
+    public var ignoresUnknownKeys: Bool
+
+    public init(ignoresUnknownKeys: Bool = false) { self.ignoresUnknownKeys = ignoresUnknownKeys }
 
     /// Decodes `type` from `value`. `codingPath` prefixes the paths in error messages.
     public func decode<T: Decodable>(_ type: T.Type, from value: ConfigValue) throws(ConfigurationError) -> T {
@@ -20,7 +24,7 @@ public struct ConfigurationDecoder: Sendable {
         } catch {
             throw ConfigurationError(path: [], problem: String(describing: error))
         }
-        if let unknown = tracker.firstUnknownKey() { throw unknown }
+        if !ignoresUnknownKeys, let unknown = tracker.firstUnknownKey() { throw unknown }
         return result
     }
 }
