@@ -13,6 +13,10 @@ public actor UserClient {
     let store: ClientStore
     let calls: ServerCalls
     var session: Session?
+    /// The implicit token: one profile's, without user interaction (non-sensitive data).
+    var implicitSession: ImplicitSession?
+    /// The device token: the installation's own, no user.
+    var deviceSession: DeviceSession?
     private var busy = false
     /// Payloads the events channel brought, by transaction, until the request is handled.
     var receivedPayloads: [String: SealedBox] = [:]
@@ -21,6 +25,17 @@ public actor UserClient {
         var profile: UserProfile
         var key: P256.Signing.PrivateKey
         var tokens: TokenResponse
+    }
+
+    struct ImplicitSession {
+        var profile: UserProfile
+        var key: P256.Signing.PrivateKey
+        var token: AccessTokenResponse
+    }
+
+    struct DeviceSession {
+        var key: P256.Signing.PrivateKey
+        var token: AccessTokenResponse
     }
 
     public init(configuration: ClientConfiguration) throws {
@@ -195,6 +210,7 @@ public actor UserClient {
         defer { busy = false }
         guard let stored = try store.profile(profile.id, server: server) else { return }
         if session?.profile == profile { session = nil }
+        if implicitSession?.profile == profile { implicitSession = nil }
         var failure: (any Error)?
         do {
             let _: [String: String] = try await calls.call(
@@ -280,6 +296,7 @@ public actor UserClient {
         } catch let error as GenericError where error.code == .userDeregistered {
             try store.removeProfile(profile.id)
             if session?.profile == profile { session = nil }
+            if implicitSession?.profile == profile { implicitSession = nil }
             configuration.logger.notice(
                 "Profile removed: the server deregistered the user",
                 metadata: ["profile": "\(profile.id)"]
@@ -300,7 +317,7 @@ public actor UserClient {
         }
     }
 
-    private func registeredDevice() async throws -> ClientStore.Device {
+    func registeredDevice() async throws -> ClientStore.Device {
         if let device = try store.device(server: server) { return device }
         let key = P256.Signing.PrivateKey()
         let response: ClientRegistrationResponse = try await calls.call(

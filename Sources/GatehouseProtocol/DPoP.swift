@@ -99,10 +99,14 @@ public enum DPoP {
         func isValidSignature(_ signature: Data, for input: Data) -> Bool {
             switch self {
             case .p256(let key):
-                guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else {
+                    return false
+                }
                 return key.isValidSignature(signature, for: input)
             case .p384(let key):
-                guard let signature = try? P384.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+                guard let signature = try? P384.Signing.ECDSASignature(rawRepresentation: signature) else {
+                    return false
+                }
                 return key.isValidSignature(signature, for: input)
             case .ed25519(let key):
                 return key.isValidSignature(signature, for: input)

@@ -9,6 +9,8 @@ public enum Endpoint {
     public static let flowPrefix = "/v1/flows/"
     public static let token = "/v1/token"
     public static let revoke = "/v1/revoke"
+    public static let introspect = "/v1/introspect"
+    public static let metadata = "/.well-known/oauth-authorization-server"
     public static let deregister = "/v1/deregister"
     public static let profileResource = "/v1/resource/profile"
     public static let authenticators = "/v1/authenticators"
@@ -36,7 +38,8 @@ public enum Endpoint {
     /// Every path the token server serves, flows as their template.
     public static let all: [String] = [
         health, configuration, clients, registration, authentication, changePin, flowPrefix + "{flowID}", token, revoke,
-        deregister, profileResource, authenticators, authenticatorRegistration, authenticatorDeregistration,
+        introspect, metadata, deregister, profileResource, authenticators, authenticatorRegistration,
+        authenticatorDeregistration,
         mobileAuthEnrolment, mobileAuthStatus, pushEnrolment, pushToken, mobileAuthPending, mobileAuthEvents,
         mobileAuthTransactionPrefix + "{transactionID}", mobileAuthTransactionPrefix + "{transactionID}/answer",
         portalMobileAuth, portalMobileAuth + "/{transactionID}",

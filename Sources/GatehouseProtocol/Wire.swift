@@ -244,63 +244,6 @@ public struct AuthenticatorListResponse: Codable, Sendable, Equatable {
     public init(authenticators: [Entry]) { self.authenticators = authenticators }
 }
 
-/// `POST /v1/token` (DPoP with the profile key).
-public struct TokenRequest: Codable, Sendable {
-    public var grantType: String
-    public var refreshToken: String?
-
-    public init(grantType: String, refreshToken: String?) {
-        self.grantType = grantType
-        self.refreshToken = refreshToken
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case grantType = "grant_type"
-        case refreshToken = "refresh_token"
-    }
-}
-
-/// Tokens bound to the profile key (`token_type` DPoP).
-public struct TokenResponse: Codable, Sendable, Equatable {
-    public var accessToken: String
-    public var tokenType: String
-    public var expiresIn: Int
-    public var refreshToken: String
-    public var scope: String
-
-    public init(accessToken: String, tokenType: String, expiresIn: Int, refreshToken: String, scope: String) {
-        self.accessToken = accessToken
-        self.tokenType = tokenType
-        self.expiresIn = expiresIn
-        self.refreshToken = refreshToken
-        self.scope = scope
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token"
-        case tokenType = "token_type"
-        case expiresIn = "expires_in"
-        case refreshToken = "refresh_token"
-        case scope
-    }
-}
-
-/// `POST /v1/revoke` (RFC 7009; DPoP with the profile key).
-public struct RevocationRequest: Codable, Sendable {
-    public var token: String
-    public var tokenTypeHint: String?
-
-    public init(token: String, tokenTypeHint: String? = nil) {
-        self.token = token
-        self.tokenTypeHint = tokenTypeHint
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case token
-        case tokenTypeHint = "token_type_hint"
-    }
-}
-
 /// `POST /v1/deregister` (DPoP with the profile key).
 public struct DeregistrationRequest: Codable, Sendable {
     public var profileID: String

@@ -34,7 +34,8 @@ public enum HTTPTokenServer {
             // two Authorization headers then fail as the malformed values they are.
             var headers: [String: String] = [:]
             for field in request.headers {
-                headers[field.name.canonicalName] = headers[field.name.canonicalName].map { $0 + ", " + field.value }
+                headers[field.name.canonicalName] =
+                    headers[field.name.canonicalName].map { $0 + ", " + field.value }
                     ?? field.value
             }
             let wire = WireRequest(

@@ -10,14 +10,30 @@ public struct ServerConfiguration: Decodable, Sendable {
         public var defaultScopes: [String]
         /// Scopes a registration may ask for.
         public var allowedScopes: [String]
+        /// Scopes an implicit token (no user interaction) may carry, among the registration's own;
+        /// empty (the default): implicit authentication is off.
+        public var implicitScopes: [String]
+        /// Scopes a device token (client credentials: the installation, no user) may carry; empty
+        /// (the default): device authentication is off.
+        public var deviceScopes: [String]
 
-        public init(id: String, defaultScopes: [String], allowedScopes: [String]) {
+        public init(
+            id: String,
+            defaultScopes: [String],
+            allowedScopes: [String],
+            implicitScopes: [String] = [],
+            deviceScopes: [String] = []
+        ) {
             self.id = id
             self.defaultScopes = defaultScopes
             self.allowedScopes = allowedScopes
+            self.implicitScopes = implicitScopes
+            self.deviceScopes = deviceScopes
         }
 
-        private enum CodingKeys: String, CodingKey { case id, defaultScopes, allowedScopes }
+        private enum CodingKeys: String, CodingKey {
+            case id, defaultScopes, allowedScopes, implicitScopes, deviceScopes
+        }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -27,6 +43,25 @@ public struct ServerConfiguration: Decodable, Sendable {
             guard Set(defaultScopes).isSubset(of: allowedScopes) else {
                 throw container.invalid(.defaultScopes, "every default scope must be among allowedScopes")
             }
+            implicitScopes = try container.decode([String].self, forKey: .implicitScopes, default: [])
+            guard Set(implicitScopes).isSubset(of: allowedScopes) else {
+                throw container.invalid(.implicitScopes, "every implicit scope must be among allowedScopes")
+            }
+            deviceScopes = try container.decode([String].self, forKey: .deviceScopes, default: [])
+            for (key, scopes) in [(CodingKeys.allowedScopes, allowedScopes), (.deviceScopes, deviceScopes)] {
+                for scope in scopes where !Self.isScopeToken(scope) {
+                    throw container.invalid(
+                        key,
+                        "\"\(scope)\" is not a scope (RFC 6749 §3.3: printable ASCII, no space, quote or backslash)"
+                    )
+                }
+            }
+        }
+
+        /// RFC 6749 §3.3 scope-token: %x21 / %x23-5B / %x5D-7E, at least one.
+        static func isScopeToken(_ scope: String) -> Bool {
+            !scope.isEmpty
+                && scope.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
         }
     }
 

@@ -183,7 +183,10 @@ extension ServerStore {
                     arguments: [Self.tokenHash(token)]
                 ),
                 row["key_thumbprint"] == proof.keyThumbprint
-            else { return }
+            else {
+                try self.revokeDeviceToken(token, keyThumbprint: proof.keyThumbprint, db)
+                return
+            }
             if row["kind"] == "refresh" {
                 try self.revokeFamily(row["family"], db)
             } else {

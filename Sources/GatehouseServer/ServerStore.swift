@@ -253,7 +253,11 @@ final class ServerStore: Sendable {
     /// The named secret, made (32 random bytes) the first time any instance asks for it.
     func secret(_ name: String) throws -> Data {
         try pool.write { db in
-            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM server_secrets WHERE name = ?", arguments: [name]) {
+            if let existing = try Data.fetchOne(
+                db,
+                sql: "SELECT value FROM server_secrets WHERE name = ?",
+                arguments: [name]
+            ) {
                 return existing
             }
             let made = Data.random(count: 32)

@@ -18,38 +18,6 @@ extension TokenServer {
         return String(parts[1])
     }
 
-    func refresh(_ request: WireRequest) async throws -> WireResponse {
-        let body = try decodeBody(TokenRequest.self, request)
-        guard body.grantType == "refresh_token" else {
-            throw ServerError(400, "unsupported_grant_type", "Only the refresh_token grant is supported here.")
-        }
-        guard let refreshToken = body.refreshToken, !refreshToken.isEmpty, refreshToken.utf8.count <= 512 else {
-            throw ServerError.invalidRequest("Invalid field refresh_token: required key is missing.")
-        }
-        let proof = try proof(request)
-        switch try await store.refresh(refreshToken, proof: proof) {
-        case .rotated(let tokens):
-            return try json(tokens)
-        case .refused(let refusal):
-            throw refusal
-        case .reused(let profileID):
-            logger.warning("Refresh token reused; session revoked", metadata: ["profile": "\(profileID)"])
-            throw ServerError.invalidGrant("The refresh token was already used; the session was revoked.")
-        }
-    }
-
-    func revoke(_ request: WireRequest) async throws -> WireResponse {
-        let body = try decodeBody(RevocationRequest.self, request)
-        guard [nil, "access_token", "refresh_token"].contains(body.tokenTypeHint) else {
-            throw ServerError(400, "unsupported_token_type", "token_type_hint must be access_token or refresh_token.")
-        }
-        guard !body.token.isEmpty, body.token.utf8.count <= 512 else {
-            throw ServerError.invalidRequest("Invalid field token: empty.")
-        }
-        try await store.revoke(body.token, proof: try proof(request))
-        return try json([String: String]())
-    }
-
     func deregister(_ request: WireRequest) async throws -> WireResponse {
         let body = try decodeBody(DeregistrationRequest.self, request)
         if try await store.deregister(body.profileID, proof: try proof(request)) {

@@ -182,10 +182,16 @@ public final class TokenServer: Sendable {
             return try await startChangePin(request)
         case Endpoint.token:
             try require("POST", request)
-            return try await refresh(request)
+            return try await token(request)
         case Endpoint.revoke:
             try require("POST", request)
             return try await revoke(request)
+        case Endpoint.introspect:
+            try require("POST", request)
+            return try await introspect(request)
+        case Endpoint.metadata:
+            try require("GET", request)
+            return try json(metadata())
         case Endpoint.deregister:
             try require("POST", request)
             return try await deregister(request)
@@ -335,8 +341,14 @@ public final class TokenServer: Sendable {
         guard proof.keyThumbprint == body.publicKey.thumbprint else {
             throw ServerError.invalidProof("The DPoP proof must be signed by the key being registered.")
         }
+        // A configuration problem, not a removed device: the app must not wipe its data (the seed's 10001).
         guard configuration.clients.contains(where: { $0.id == body.appID }) else {
-            throw ServerError(401, "invalid_client", "The application \"\(body.appID)\" may not register.")
+            throw ServerError(
+                400,
+                "invalid_client_metadata",
+                "The server knows no application \"\(body.appID.prefix(64))\"; check the app id in the app's configuration.",
+                code: GenericError.Code.configurationInvalid.rawValue
+            )
         }
         let clientID = try await store.registerClient(appID: body.appID, proof: proof)
         return try json(ClientRegistrationResponse(clientID: clientID), status: 201)

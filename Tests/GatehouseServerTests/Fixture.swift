@@ -147,6 +147,7 @@ struct Fixture {
     let pushes: InProcessPushTransport
 
     static let portalSecret = "portal-secret-0123456789"
+    static let gatewaySecret = "gateway-secret-0123456789"
 
     var serverDatabase: String { directory.appendingPathComponent("server/server.sqlite").path }
 
@@ -154,7 +155,8 @@ struct Fixture {
         maxPinFailures: Int,
         registrationAuthenticators: [String] = ["pin"],
         enrolment: String = "single",
-        mobileAuth: Bool = true
+        mobileAuth: Bool = true,
+        requireDPoPNonce: Bool = false
     ) -> String {
         // The mobile authentication section, indented under `server:`.
         let mobileAuthSection = """
@@ -176,6 +178,12 @@ struct Fixture {
                 - id: test-app
                   allowedScopes: [read, write]
                   defaultScopes: [read]
+                  implicitScopes: [read]
+                  deviceScopes: [catalogue]
+                - id: plain-app
+              resourceServers:
+                - {id: gateway, secret: \(Fixture.gatewaySecret)}
+              requireDPoPNonce: \(requireDPoPNonce)
               maxPinFailures: \(maxPinFailures)
               maxRequestBytes: 4096
               registrationAuthenticators: [\(registrationAuthenticators.joined(separator: ", "))]
@@ -262,6 +270,7 @@ func withFixture(
     registrationAuthenticators: [String] = ["pin"],
     enrolment: String = "single",
     mobileAuth: Bool = true,
+    requireDPoPNonce: Bool = false,
     _ body: (Fixture) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-test-\(UUID().uuidString)")
@@ -272,7 +281,8 @@ func withFixture(
                 maxPinFailures: maxPinFailures,
                 registrationAuthenticators: registrationAuthenticators,
                 enrolment: enrolment,
-                mobileAuth: mobileAuth
+                mobileAuth: mobileAuth,
+                requireDPoPNonce: requireDPoPNonce
             ).utf8
         ),
         format: YAMLManifestFormat(),

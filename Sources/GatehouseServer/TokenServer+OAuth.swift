@@ -1,0 +1,201 @@
+import Crypto
+import Foundation
+import GatehouseKernel
+import GatehouseProtocol
+import Logging
+
+// The standard OAuth surface: the token endpoint's grants, revocation (RFC 7009), introspection
+// for resource servers (RFC 7662) and the server's metadata (RFC 8414). Requests may be forms or
+// JSON; refusals are RFC 6749 §5.2 error bodies.
+
+extension TokenServer {
+    func token(_ request: WireRequest) async throws -> WireResponse {
+        let body = try decodeBody(TokenRequest.self, request, oauth: true)
+        switch body.grantType {
+        case GrantType.refreshToken:
+            return try await refresh(body, request)
+        case GrantType.clientCredentials:
+            let requested = try scopes(body.scope)
+            let tokens = try await store.issueDeviceToken(
+                proof: try proof(request),
+                lifetime: configuration.accessTokenLifetime
+            ) { appID, _ in
+                let allowed = try self.application(appID).deviceScopes
+                guard !allowed.isEmpty else {
+                    throw ServerError(
+                        400,
+                        "unauthorized_client",
+                        "Device authentication is off for \(appID) (server.clients[].deviceScopes is empty)."
+                    )
+                }
+                return try Self.grantedScope(requested, within: allowed)
+            }
+            return try json(tokens)
+        case GrantType.implicit:
+            guard let profileID = body.profileID, (1...64).contains(profileID.utf8.count) else {
+                throw ServerError.invalidRequest("Invalid field profile_id: required key is missing.")
+            }
+            let requested = try scopes(body.scope)
+            let tokens = try await store.issueImplicitToken(
+                profileID: profileID,
+                proof: try proof(request),
+                lifetime: configuration.accessTokenLifetime
+            ) { appID, registered in
+                let allowed = try self.application(appID).implicitScopes
+                guard !allowed.isEmpty else {
+                    throw ServerError(
+                        400,
+                        "unauthorized_client",
+                        "Implicit authentication is off for \(appID) (server.clients[].implicitScopes is empty)."
+                    )
+                }
+                // Never more than the registration was granted (the seed's rule), nor than implicit allows.
+                let registeredScopes = Set((registered ?? "").split(separator: " ").map(String.init))
+                return try Self.grantedScope(requested, within: allowed.filter(registeredScopes.contains))
+            }
+            return try json(tokens)
+        default:
+            throw ServerError(
+                400,
+                "unsupported_grant_type",
+                "grant_type must be one of \(GrantType.all.joined(separator: ", "))."
+            )
+        }
+    }
+
+    private func refresh(_ body: TokenRequest, _ request: WireRequest) async throws -> WireResponse {
+        guard let refreshToken = body.refreshToken, !refreshToken.isEmpty, refreshToken.utf8.count <= 512 else {
+            throw ServerError.invalidRequest("Invalid field refresh_token: required key is missing.")
+        }
+        let proof = try proof(request)
+        switch try await store.refresh(refreshToken, proof: proof) {
+        case .rotated(let tokens):
+            return try json(tokens)
+        case .refused(let refusal):
+            throw refusal
+        case .reused(let profileID):
+            logger.warning("Refresh token reused; session revoked", metadata: ["profile": "\(profileID)"])
+            throw ServerError.invalidGrant("The refresh token was already used; the session was revoked.")
+        }
+    }
+
+    /// The manifest's application `id`.
+    private func application(_ id: String) throws -> ServerConfiguration.Client {
+        guard let client = configuration.clients.first(where: { $0.id == id }) else {
+            throw ServerError(400, "unauthorized_client", "The application \(id) is no longer configured.")
+        }
+        return client
+    }
+
+    /// The `scope` parameter's scopes (RFC 6749 §3.3), or nil when absent.
+    private func scopes(_ scope: String?) throws -> [String]? {
+        guard let scope else { return nil }
+        let scopes = scope.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard scope.utf8.count <= 1024, !scopes.isEmpty,
+            scopes.allSatisfy(ServerConfiguration.Client.isScopeToken)
+        else { throw ServerError(400, "invalid_scope", "scope must be space-separated scope names.") }
+        return scopes
+    }
+
+    /// The scope to grant: what was asked for when all of it is allowed, or all that is allowed
+    /// when nothing was asked for.
+    static func grantedScope(_ requested: [String]?, within allowed: [String]) throws -> String {
+        guard let requested else {
+            guard !allowed.isEmpty else { throw ServerError(400, "invalid_scope", "No scope can be granted.") }
+            return allowed.joined(separator: " ")
+        }
+        let refused = requested.filter { !allowed.contains($0) }
+        guard refused.isEmpty else {
+            throw ServerError(
+                400,
+                "invalid_scope",
+                "Not allowed here: \(refused.joined(separator: " ")); allowed: \(allowed.joined(separator: " "))."
+            )
+        }
+        return requested.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }.joined(separator: " ")
+    }
+
+    func revoke(_ request: WireRequest) async throws -> WireResponse {
+        let body = try decodeBody(RevocationRequest.self, request, oauth: true)
+        guard [nil, "access_token", "refresh_token"].contains(body.tokenTypeHint) else {
+            throw ServerError(400, "unsupported_token_type", "token_type_hint must be access_token or refresh_token.")
+        }
+        guard !body.token.isEmpty, body.token.utf8.count <= 512 else {
+            throw ServerError.invalidRequest("Invalid field token: empty.")
+        }
+        try await store.revoke(body.token, proof: try proof(request))
+        return try json([String: String]())
+    }
+
+    // MARK: - Introspection (RFC 7662)
+
+    func introspect(_ request: WireRequest) async throws -> WireResponse {
+        let resourceServer = try authenticatedResourceServer(request)
+        let body = try decodeBody(IntrospectionRequest.self, request, oauth: true)
+        guard !body.token.isEmpty, body.token.utf8.count <= 512 else { return try json(IntrospectionResponse.inactive) }
+        var answer = try await store.introspect(body.token, now: now)
+        if answer.active { answer.iss = publicURL }
+        logger.trace("Introspected", metadata: ["resourceServer": "\(resourceServer)", "active": "\(answer.active)"])
+        return try json(answer)
+    }
+
+    /// The resource server whose HTTP Basic credentials the request carries.
+    private func authenticatedResourceServer(_ request: WireRequest) throws -> String {
+        // No `WWW-Authenticate: Basic` challenge: URLSession on Linux waits forever on one it has
+        // no credential for (swift-corelibs-foundation#5456); the error body says what to do.
+        let refusal = ServerError(
+            401,
+            "invalid_client",
+            "Authenticate the resource server with HTTP Basic credentials (server.resourceServers)."
+        )
+        guard let header = request.header("Authorization"), header.utf8.count <= 1024,
+            header.lowercased().hasPrefix("basic "),
+            let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+            let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        else { throw refusal }
+        // RFC 6749 §2.3.1: the id and secret are form-encoded before Basic encoding.
+        let id = String(text[..<colon]).removingPercentEncoding ?? ""
+        let secret = String(text[text.index(after: colon)...]).removingPercentEncoding ?? ""
+        // Every configured server is compared, by digests of equal length, in constant time.
+        let idDigest = Data(SHA256.hash(data: Data(id.utf8)))
+        let secretDigest = Data(SHA256.hash(data: Data(secret.utf8)))
+        var found: String?
+        for server in configuration.resourceServers {
+            let idMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(server.id.utf8))), idDigest)
+            let secretMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(server.secret.utf8))), secretDigest)
+            if idMatches && secretMatches { found = server.id }
+        }
+        guard let found else { throw refusal }
+        return found
+    }
+
+    // MARK: - Metadata (RFC 8414)
+
+    func metadata() -> AuthorizationServerMetadata {
+        let base = publicURL
+        let authorization = extensions.lazy.compactMap(\.authorizationPath).first
+        var scopes: [String] = []
+        for client in configuration.clients {
+            for scope in client.allowedScopes + client.deviceScopes where !scopes.contains(scope) {
+                scopes.append(scope)
+            }
+        }
+        return AuthorizationServerMetadata(
+            issuer: base,
+            authorizationEndpoint: authorization.map { base + $0 },
+            tokenEndpoint: base + Endpoint.token,
+            revocationEndpoint: base + Endpoint.revoke,
+            introspectionEndpoint: base + Endpoint.introspect,
+            registrationEndpoint: base + Endpoint.clients,
+            responseTypesSupported: authorization == nil ? [] : ["code"],
+            grantTypesSupported: GrantType.all,
+            scopesSupported: scopes,
+            codeChallengeMethodsSupported: ["S256"],
+            // Public clients: each installation proves its key with DPoP on every request.
+            tokenEndpointAuthMethodsSupported: ["none"],
+            revocationEndpointAuthMethodsSupported: ["none"],
+            introspectionEndpointAuthMethodsSupported: ["client_secret_basic"],
+            dpopSigningAlgValuesSupported: DPoP.algorithms
+        )
+    }
+}

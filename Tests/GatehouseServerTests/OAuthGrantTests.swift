@@ -1,0 +1,163 @@
+import Crypto
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehouseProtocol
+import GatehouseServer
+import GatehouseTesting
+import Testing
+
+/// `POST /v1/introspect` as a resource server sends it.
+private func introspect(
+    _ fixture: Fixture,
+    _ token: String,
+    credentials: String? = "gateway:\(Fixture.gatewaySecret)"
+) async throws -> (status: Int, answer: IntrospectionResponse?) {
+    var headers = ["Content-Type": "application/x-www-form-urlencoded"]
+    if let credentials { headers["Authorization"] = "Basic " + Data(credentials.utf8).base64EncodedString() }
+    let response = try await fixture.send(
+        "POST",
+        Endpoint.introspect,
+        body: Data("token=\(token)&token_type_hint=access_token".utf8),
+        headers: headers
+    )
+    return (response.status, try? WireCoding.decode(IntrospectionResponse.self, from: response.body))
+}
+
+@Suite("Implicit and device tokens, and introspection")
+struct OAuthGrantTests {
+    @Test("introspection tells a resource server who a token is for and which key holds it", arguments: Mode.allCases)
+    func introspection(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let client = try fixture.client()
+            let profile = try await register(client)
+            let tokens = try #require(await client.sessionTokens)
+
+            let (status, answer) = try await introspect(fixture, tokens.accessToken)
+            #expect(status == 200)
+            let active = try #require(answer)
+            #expect(active.active && active.kind == .user && active.sub == "jane@example.com")
+            #expect(active.identityProvider == "codes" && active.scope == "read" && active.tokenType == "DPoP")
+            #expect(active.appID == "test-app" && active.iss == fixture.transport.baseURL)
+            #expect((active.exp ?? 0) > Int(Date().timeIntervalSince1970))
+            // The binding: a resource server compares it with its DPoP proof's key.
+            let proof = try await client.dpopProof(method: "GET", url: "https://api.example/x")
+            let header = try #require(Data(base64URLEncoded: proof.split(separator: ".")[0]))
+            let jwk = try #require(try header.jsonField("jwk"))
+            let thumbprint = try WireCoding.decode(PublicJWK.self, from: jwk).thumbprint
+            #expect(active.cnf?.jkt == thumbprint)
+
+            // Only resource servers may ask; the refresh token is nothing to them.
+            #expect(try await introspect(fixture, tokens.accessToken, credentials: nil).status == 401)
+            #expect(
+                try await introspect(fixture, tokens.accessToken, credentials: "gateway:wrong-secret-000000").status
+                    == 401
+            )
+            #expect(
+                try await introspect(fixture, tokens.accessToken, credentials: "portal:\(Fixture.portalSecret)").status
+                    == 401
+            )
+            #expect(try await introspect(fixture, tokens.refreshToken).answer == .inactive)
+            #expect(try await introspect(fixture, "no-such-token").answer == .inactive)
+
+            // After logout the access token is still unexpired but its family is revoked.
+            await client.logout()
+            #expect(try await introspect(fixture, tokens.accessToken).answer == .inactive)
+            _ = profile
+        }
+    }
+
+    @Test(
+        "implicit authentication: no UI, scopes within the registration's, refused at user resources",
+        arguments: Mode.allCases
+    )
+    func implicit(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let client = try fixture.client()
+            let profile = try await register(client)
+            await client.logout()
+            try await client.authenticateUserImplicitly(profile)
+            #expect(await client.implicitlyAuthenticatedUserProfile == profile)
+            let headers = try await client.resourceHeaders(
+                .implicit,
+                method: "GET",
+                url: "https://api.example/greeting"
+            )
+            let token = try #require(headers["Authorization"]?.dropFirst("DPoP ".count)).description
+            let answer = try #require(try await introspect(fixture, token).answer)
+            #expect(
+                answer.active && answer.kind == .implicit && answer.scope == "read" && answer.sub == "jane@example.com"
+            )
+
+            // write is the registration's to ask for, but not an implicit scope.
+            await #expect(throws: (any Error).self) {
+                try await client.authenticateUserImplicitly(profile, scopes: ["write"])
+            }
+            // The implicit token is not a user session.
+            let atUserResource = try await fixture.send(
+                "GET",
+                Endpoint.profileResource,
+                headers: try await client.resourceHeaders(
+                    .implicit,
+                    method: "GET",
+                    url: fixture.transport.baseURL + Endpoint.profileResource
+                )
+            )
+            #expect(atUserResource.status == 401)
+            do {
+                _ = try await client.resourceHeaders(.user, method: "GET", url: "https://api.example/x")
+                Issue.record("a user token without a session")
+            } catch let error as ResourceError {
+                #expect(error.code == .userNotAuthenticated)
+            }
+            // Deregistration ends it.
+            try await client.deregisterUser(profile)
+            #expect(try await introspect(fixture, token).answer == .inactive)
+        }
+    }
+
+    @Test(
+        "device authentication: the installation's token, no user; off where the app has no device scopes",
+        arguments: Mode.allCases
+    )
+    func device(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let client = try fixture.client()
+            do {
+                _ = try await client.resourceHeaders(.device, method: "GET", url: "https://api.example/x")
+                Issue.record("a device token before device authentication")
+            } catch let error as ResourceError {
+                #expect(error.code == .deviceNotAuthenticated)
+            }
+            try await client.authenticateDevice()
+            let headers = try await client.resourceHeaders(.device, method: "GET", url: "https://api.example/catalogue")
+            let token = try #require(headers["Authorization"]?.dropFirst("DPoP ".count)).description
+            let answer = try #require(try await introspect(fixture, token).answer)
+            #expect(answer.active && answer.kind == .device && answer.sub == nil && answer.scope == "catalogue")
+            await #expect(throws: (any Error).self) { try await client.authenticateDevice(scopes: ["read"]) }
+
+            let plain = RawInstallation(key: .p256(P256.Signing.PrivateKey()), fixture: fixture)
+            #expect(try await plain.register(appID: "plain-app").status == 201)
+            let off = try await plain.token("grant_type=client_credentials")
+            #expect(off.status == 400)
+            #expect(try errorBody(off).error == "unauthorized_client")
+            // A key no installation registered gets nothing.
+            let stranger = RawInstallation(key: .p256(P256.Signing.PrivateKey()), fixture: fixture)
+            let unknown = try await stranger.token("grant_type=client_credentials")
+            #expect(unknown.status == 401)
+            #expect(try errorBody(unknown).error == "invalid_client")
+            #expect(try fixture.count("client_tokens") == 1)
+        }
+    }
+}
+
+extension Data {
+    /// The JSON object's field `name`, re-encoded.
+    fileprivate func jsonField(_ name: String) throws -> Data? {
+        guard let object = try JSONSerialization.jsonObject(with: self) as? [String: Any], let field = object[name]
+        else {
+            return nil
+        }
+        return try JSONSerialization.data(withJSONObject: field)
+    }
+}
