@@ -1,3 +1,4 @@
+import Crypto
 public import Foundation
 public import GatehouseKernel
 
@@ -89,7 +90,7 @@ public struct BrowserIdentityProviderHost: IdentityProviderHost {
                     redirectURI: usedRedirectURI,
                     verifier: verifier
                 )
-                return .registered(RegisteredIdentity(subject: subject))
+                return .registered(RegisteredIdentity(subject: subject, grant: Self.grant(code)))
             } catch let replay as BrowserLoginReplay {
                 return .replayed(
                     RegistrationError(
@@ -97,18 +98,24 @@ public struct BrowserIdentityProviderHost: IdentityProviderHost {
                         message: "The code was used before; what it issued is revoked.",
                         plugin: descriptor.type
                     ),
-                    subject: replay.subject
+                    subject: replay.subject,
+                    grant: Self.grant(code)
                 )
             } catch {
                 return .failure(
                     RegistrationError(
                         .externalIdentityProviderFailure,
-                        message: "The login did not accept the code (\(error)).",
+                        message: "The login did not accept the code: it is unknown, expired, or not for this app.",
                         plugin: descriptor.type
                     )
                 )
             }
         }
+    }
+
+    /// What names a code's sessions: its SHA-256, so the code itself is stored nowhere.
+    static func grant(_ code: String) -> String {
+        "code:" + PKCEValues.base64URL(Data(SHA256.hash(data: Data(code.utf8))))
     }
 
     private func invalid(_ problem: String) -> GenericError {

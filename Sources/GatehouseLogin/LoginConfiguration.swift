@@ -14,8 +14,12 @@ public struct LoginConfiguration: Decodable, Sendable {
         public var loopbackRedirectPaths: [String]
         /// Ask the user to allow the client before a code is issued.
         public var consent: Bool
+        /// The scopes the client may ask for (default: openid); any other is refused.
+        public var scopes: [String]
 
-        private enum CodingKeys: String, CodingKey { case id, name, redirectURIs, loopbackRedirectPaths, consent }
+        private enum CodingKeys: String, CodingKey {
+            case id, name, redirectURIs, loopbackRedirectPaths, consent, scopes
+        }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -24,6 +28,14 @@ public struct LoginConfiguration: Decodable, Sendable {
             redirectURIs = try container.decode([String].self, forKey: .redirectURIs, default: [])
             loopbackRedirectPaths = try container.decode([String].self, forKey: .loopbackRedirectPaths, default: [])
             consent = try container.decode(Bool.self, forKey: .consent, default: false)
+            scopes = try container.decode([String].self, forKey: .scopes, default: ["openid"])
+            for scope in scopes
+            where scope.isEmpty || !scope.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != 0x22 && $0 != 0x5C }) {
+                throw container.invalid(
+                    .scopes,
+                    "\"\(scope)\" is not a scope (printable ASCII, no space, quote or backslash)"
+                )
+            }
             guard !redirectURIs.isEmpty || !loopbackRedirectPaths.isEmpty else {
                 throw container.invalid(.redirectURIs, "list a redirect URI or a loopback redirect path")
             }

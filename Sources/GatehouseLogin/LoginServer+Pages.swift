@@ -19,10 +19,9 @@ extension LoginServer {
         }
         let state = query["state"] ?? ""
         func refuse(_ error: String, _ description: String) -> WireResponse {
-            redirect(
-                redirectURI,
-                [("error", error), ("error_description", description)] + (state.isEmpty ? [] : [("state", state)])
-            )
+            // A state too long to accept is not echoed either.
+            let echoed = (1...512).contains(state.utf8.count) ? [("state", state)] : []
+            return redirect(redirectURI, [("error", error), ("error_description", description)] + echoed)
         }
         guard query["response_type"] == "code" else {
             return refuse("unsupported_response_type", "Only response_type=code is supported.")
@@ -33,8 +32,12 @@ extension LoginServer {
         guard query["code_challenge_method"] == "S256", let challenge = query["code_challenge"],
             PKCE.isWellFormedChallenge(challenge)
         else { return refuse("invalid_request", "PKCE is required: code_challenge with code_challenge_method=S256.") }
-        let scope = query["scope"] ?? ""
-        guard scope.utf8.count <= 512 else { return refuse("invalid_scope", "The scope is too long.") }
+        // Only scopes the client may ask for: the consent page shows them, so free text must not reach it.
+        let scopes = (query["scope"] ?? "").split(separator: " ").map(String.init)
+        guard scopes.count <= 16, scopes.allSatisfy(client.scopes.contains) else {
+            return refuse("invalid_scope", "Allowed scopes: \(client.scopes.joined(separator: " ")).")
+        }
+        let scope = scopes.joined(separator: " ")
         let authorization = LoginStore.AuthorizationRequest(
             clientID: client.id,
             redirectURI: redirectURI,
@@ -211,6 +214,8 @@ extension LoginServer {
         guard let parts = URLComponents(string: uri), let scheme = parts.scheme, let host = parts.host else {
             return nil
         }
-        return "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)" + (parts.port.map { ":\($0)" } ?? "")
+        // Foundation keeps an IPv6 literal's brackets in `host` on some platforms, not on others.
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(scheme)://\(bracketed)" + (parts.port.map { ":\($0)" } ?? "")
     }
 }

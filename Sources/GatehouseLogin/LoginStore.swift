@@ -49,6 +49,22 @@ public final class LoginStore: Sendable {
                 table.column("used_at", .double)
             }
         }
+        // Failed sign-ins are counted per username whether or not the user exists, so an
+        // unknown username locks exactly as a known one does and the lock tells nothing.
+        migrator.registerMigration("v2-attempts") { db in
+            try db.create(table: "attempts") { table in
+                table.primaryKey("username", .text)
+                table.column("failed_logins", .integer).notNull()
+                table.column("locked_until", .double)
+                table.column("updated_at", .double).notNull().indexed()
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO attempts (username, failed_logins, locked_until, updated_at)
+                    SELECT username, failed_logins, locked_until, created_at FROM users WHERE failed_logins > 0
+                    """
+            )
+        }
         try migrator.migrate(pool)
     }
 
@@ -56,9 +72,10 @@ public final class LoginStore: Sendable {
 
     // MARK: - Users
 
-    /// A directory entry: usernames are compared lowercased and trimmed.
+    /// A directory entry: usernames are compared in Unicode NFC, lowercased and trimmed, so
+    /// look-alike spellings of one name are one user.
     public static func normalized(_ username: String) -> String {
-        username.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        username.precomposedStringWithCanonicalMapping.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     }
 
     public enum UserError: Error, Equatable, Sendable {
@@ -174,17 +191,28 @@ public final class LoginStore: Sendable {
     ) async throws -> LoginAttempt {
         let name = Self.normalized(username)
         return try await pool.write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM users WHERE username = ?", arguments: [name])
-            else { return .unknownUser }
-            if let until = row["locked_until"] as Double?, until > now { return .locked(until: until) }
-            let failures: Int = row["failed_logins"]
+            // Counts nobody added to in a day are forgotten; a lock lasts at most a day.
+            try db.execute(sql: "DELETE FROM attempts WHERE updated_at < ?", arguments: [now - 86400])
+            let attempts = try Row.fetchOne(db, sql: "SELECT * FROM attempts WHERE username = ?", arguments: [name])
+            if let until = attempts?["locked_until"] as Double?, until > now { return .locked(until: until) }
             // A lock that ran out starts the count again.
-            let counted = (row["locked_until"] as Double?) != nil ? 1 : failures + 1
+            let counted = (attempts?["locked_until"] as Double?) != nil ? 1 : (attempts?["failed_logins"] ?? 0) + 1
             try db.execute(
-                sql: "UPDATE users SET failed_logins = ?, locked_until = ? WHERE username = ?",
-                arguments: [counted, counted >= maxFailures ? now + lockout : nil, name]
+                sql: """
+                    INSERT INTO attempts (username, failed_logins, locked_until, updated_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(username) DO UPDATE SET failed_logins = excluded.failed_logins,
+                        locked_until = excluded.locked_until, updated_at = excluded.updated_at
+                    """,
+                arguments: [name, counted, counted >= maxFailures ? now + lockout : nil, now]
             )
-            return .check(passwordHash: row["password_hash"])
+            guard
+                let hash = try String.fetchOne(
+                    db,
+                    sql: "SELECT password_hash FROM users WHERE username = ?",
+                    arguments: [name]
+                )
+            else { return .unknownUser }
+            return .check(passwordHash: hash)
         }
     }
 
@@ -192,7 +220,7 @@ public final class LoginStore: Sendable {
     public func loginSucceeded(_ username: String) async throws {
         try await pool.write { db in
             try db.execute(
-                sql: "UPDATE users SET failed_logins = 0, locked_until = NULL WHERE username = ?",
+                sql: "DELETE FROM attempts WHERE username = ?",
                 arguments: [Self.normalized(username)]
             )
         }

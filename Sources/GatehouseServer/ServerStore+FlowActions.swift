@@ -66,14 +66,15 @@ extension ServerStore {
                 if let profileID = row.profileID { try deleteProfile(profileID, now: now, db) }
             case .issueTokens:
                 tokens = try issueTokens(for: row, now: now, db)
-            case .revokeUser(let subject):
-                // Every session of this provider's user, whichever device holds it.
+            case .revokeUser(let subject, let grant):
+                // What the replayed credential issued; without a named credential, every session
+                // of this provider's user, whichever device holds it.
                 try db.execute(
                     sql: """
-                        UPDATE families SET revoked = 1 WHERE profile_id IN
+                        UPDATE families SET revoked = 1 WHERE (? IS NULL OR grant = ?) AND profile_id IN
                             (SELECT id FROM profiles WHERE identity_provider = ? AND subject = ?)
                         """,
-                    arguments: [row.identityProvider, subject]
+                    arguments: [grant, grant, row.identityProvider, subject]
                 )
             case .approveTransaction:
                 try approveTransaction(for: row, now: now, db)

@@ -20,14 +20,15 @@ extension ServerStore {
         keyThumbprint: String,
         scope: String,
         family: String?,
+        grant: String? = nil,
         now: Double,
         _ db: Database
     ) throws -> TokenResponse {
         let familyID = family ?? Data.random(count: 16).base64URLEncodedString
         if family == nil {
             try db.execute(
-                sql: "INSERT INTO families (id, profile_id) VALUES (?, ?)",
-                arguments: [familyID, profileID]
+                sql: "INSERT INTO families (id, profile_id, grant) VALUES (?, ?, ?)",
+                arguments: [familyID, profileID, grant]
             )
         }
         let access = Data.random(count: 32).base64URLEncodedString
@@ -69,6 +70,7 @@ extension ServerStore {
             keyThumbprint: profile["key_thumbprint"],
             scope: profile["scope"],
             family: nil,
+            grant: flow.state.grant,
             now: now,
             db
         )

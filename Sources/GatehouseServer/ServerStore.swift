@@ -214,6 +214,10 @@ final class ServerStore: Sendable {
                 table.column("revoked", .boolean).notNull().defaults(to: false)
             }
             try db.alter(table: "tokens") { table in table.add(column: "issued_at", .double) }
+            // The single-use credential a session came from (an authorization code's hash): its
+            // replay revokes exactly the families that carry it.
+            try db.alter(table: "families") { table in table.add(column: "grant", .text) }
+            try db.create(index: "families_grant", on: "families", columns: ["grant"])
             try db.create(index: "tokens_expires_at", on: "tokens", columns: ["expires_at"])
             try db.create(index: "tokens_profile_id", on: "tokens", columns: ["profile_id"])
             try db.alter(table: "profiles") { table in

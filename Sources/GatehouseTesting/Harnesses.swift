@@ -245,6 +245,8 @@ public actor IdentityProviderHarness {
     public private(set) var identity: RegisteredIdentity?
     /// Users whose sessions the provider asked to revoke (a replayed credential).
     public private(set) var revokedSubjects: [String] = []
+    /// The grants (single-use credentials) whose sessions the provider asked to revoke.
+    public private(set) var revokedGrants: [String] = []
     /// Every message the client half sent, in order.
     public private(set) var sentMessages: [Data] = []
 
@@ -294,9 +296,10 @@ public actor IdentityProviderHarness {
         case .failure(let error):
             session = nil
             throw error
-        case .replayed(let error, let subject):
+        case .replayed(let error, let subject, let grant):
             session = nil
             revokedSubjects.append(subject)
+            if let grant { revokedGrants.append(grant) }
             throw error
         }
     }

@@ -283,6 +283,9 @@ struct BrowserIdentityProviderTests {
         #expect(await second.identity == nil)
         // The login says the code was used before: the server is asked to revoke what it issued.
         #expect(await second.revokedSubjects == ["ann@example.com"])
+        // Exactly what the first use issued: the grant it reported with the identity.
+        let firstGrant = try #require(await first.identity?.grant)
+        #expect(await second.revokedGrants == [firstGrant])
     }
 
     @Test("configuration: the authorization URL is required; the host must provide the login")

@@ -209,7 +209,41 @@ struct LoginServerTests {
             }
             let locked = await browser.post(["username": "ann@example.com", "password": "correct horse"])
             #expect(locked.status == 403)
-            #expect(String(decoding: locked.body, as: UTF8.self).contains("locked for 15 more minutes"))
+            let lockedPage = String(decoding: locked.body, as: UTF8.self)
+            #expect(lockedPage.contains("locked for 15 more minutes"))
+            // An unknown username locks the same way, so a lock does not tell that a user exists.
+            for _ in 0..<2 {
+                #expect(await browser.post(["username": "nobody@example.com", "password": "whatever2"]).status == 401)
+            }
+            let unknownLocked = await browser.post(["username": "Nobody@Example.com ", "password": "whatever3"])
+            #expect(unknownLocked.status == 403)
+            #expect(
+                String(decoding: unknownLocked.body, as: UTF8.self).replacingOccurrences(
+                    of: "Nobody@Example.com ",
+                    with: ""
+                )
+                    == lockedPage.replacingOccurrences(of: "ann@example.com", with: "")
+            )
+        }
+    }
+
+    @Test("scopes the client may not ask for, an over-long state, and an IPv6 loopback redirect")
+    func scopesAndAddresses() async throws {
+        try await withLogin { login in
+            var browser = Browser(login: login)
+            let refused = await browser.open(browser.query() + "&scope=openid%20admin")
+            #expect(location(refused)["error"] == "invalid_scope")
+            #expect(await browser.open(browser.query() + "&scope=openid").status == 200)
+            let long = await browser.open(browser.query(state: String(repeating: "s", count: 600)))
+            #expect(location(long)["error"] == "invalid_request" && location(long)["state"] == nil)
+            browser.redirectURI = "http://[::1]:5556/callback"
+            let page = await browser.open()
+            #expect(page.status == 200)
+            #expect(page.headers["Content-Security-Policy"]?.contains("form-action 'self' http://[::1]:5556;") == true)
+            try await login.addUser("jose\u{301}@example.com", password: "correct horse")
+            await #expect(throws: (any Error).self) {
+                try await login.addUser("jos\u{e9}@example.com", password: "x-correct horse")
+            }
         }
     }
 

@@ -26,7 +26,7 @@ private struct BrowserDelegate: RegistrationDelegate {
 /// A token server with the hosted login mounted, reached in `mode`; `body` gets a client and the login.
 private func withLoginServer(
     _ mode: Mode,
-    _ body: (UserClient, LoginServer, any TokenServerTransport) async throws -> Void
+    _ body: (UserClient, LoginServer, any TokenServerTransport, _ secondDevice: UserClient) async throws -> Void
 )
     async throws
 {
@@ -68,17 +68,19 @@ private func withLoginServer(
         environment: environment,
         extensions: [login]
     )
-    func client(_ transport: any TokenServerTransport) throws -> UserClient {
+    func client(_ transport: any TokenServerTransport, _ name: String = "device") throws -> UserClient {
         try UserClient(
             configuration: ClientConfiguration(
-                dataDirectory: directory.appendingPathComponent("device"),
+                dataDirectory: directory.appendingPathComponent(name),
                 transport: transport,
                 appID: "test-app",
                 plugins: try PluginRegistry.builtIn.load(manifest, sides: .client)
             )
         )
     }
-    guard mode == .http else { return try await body(try client(embedded), login, embedded) }
+    guard mode == .http else {
+        return try await body(try client(embedded), login, embedded, try client(embedded, "second-device"))
+    }
     let application = HTTPTokenServer.application(server: embedded.server, port: port, logger: Logger(label: "test"))
     let group = ServiceGroup(configuration: .init(services: [application], logger: Logger(label: "test")))
     let running = Task { try await group.run() }
@@ -86,7 +88,7 @@ private func withLoginServer(
     for _ in 0..<100 where (try? await http.send(WireRequest(method: "GET", path: "/health")).status) != 200 {
         try await Task.sleep(for: .milliseconds(20))
     }
-    do { try await body(try client(http), login, http) } catch {
+    do { try await body(try client(http), login, http, try client(http, "second-device")) } catch {
         await group.triggerGracefulShutdown()
         throw error
     }
@@ -101,7 +103,7 @@ struct BrowserRegistrationTests {
         arguments: Mode.allCases
     )
     func registers(mode: Mode) async throws {
-        try await withLoginServer(mode) { client, _, transport in
+        try await withLoginServer(mode) { client, _, transport, _ in
             let wrong = HeadlessLoginBrowser(
                 transport: transport,
                 username: "ann@example.com",
@@ -128,7 +130,7 @@ struct BrowserRegistrationTests {
 
     @Test("a replayed code is refused and revokes the sessions the first redemption issued", arguments: Mode.allCases)
     func replayedCode(mode: Mode) async throws {
-        try await withLoginServer(mode) { client, _, transport in
+        try await withLoginServer(mode) { client, _, transport, secondDevice in
             let browser = HeadlessLoginBrowser(
                 transport: transport,
                 username: "ann@example.com",
@@ -141,13 +143,20 @@ struct BrowserRegistrationTests {
             )
             #expect(try await client.fetchProfileResource().subject == "ann@example.com")
             try await client.refreshSession()  // the session works until the replay
+            _ = try await secondDevice.registerUser(
+                identityProvider: "web",
+                delegate: BrowserDelegate(browser: browser)
+            )
             // An attacker who saw the redirect sends its code with a registration of their own.
             let code = try #require(await captured.code)
             await #expect(throws: RegistrationError.self) {
                 try await client.registerUser(identityProvider: "web", delegate: ReplayingDelegate(code: code))
             }
-            // Ann's session is gone: a refresh finds its family revoked.
+            // Ann's session from that code is gone: a refresh finds its family revoked.
             await #expect(throws: (any Error).self) { try await client.refreshSession() }
+            // What another code issued (Ann on her second device) stays: only the replayed
+            // code's sessions are revoked (RFC 6749 §4.1.2).
+            try await secondDevice.refreshSession()
         }
     }
 }

@@ -74,6 +74,7 @@ public struct FlowMachine: Sendable {
         case .identified(let identity):
             guard case .identity = stage else { return internalFailure("an authenticator named a user") }
             state.subject = identity.subject
+            state.grant = identity.grant
             state.info = identity.info
             return [.identifyUser(identity)] + advance(from: stage, info: identity.info, failures: counter)
 
@@ -173,7 +174,8 @@ public struct FlowMachine: Sendable {
         guard case .authenticate(let id) = stage else {
             // Identity and enrolment test no guess: a refusal ends the flow, and nothing was written
             // but the revocation a replayed credential asks for.
-            let revocation: [FlowAction] = failure.revokesSubject.map { [.revokeUser(subject: $0)] } ?? []
+            let revocation: [FlowAction] =
+                failure.revokesSubject.map { [.revokeUser(subject: $0, grant: failure.revokesGrant)] } ?? []
             return revocation + [.endFlow, .refuse(FlowRefusal(failure.error))]
         }
         var actions: [FlowAction] = []

@@ -11,6 +11,8 @@ public struct FlowState: Sendable, Codable, Equatable {
     public var session: Data?
     /// The user the identity provider named (registration).
     public var subject: String?
+    /// The credential the identity provider identified the user with, when it named one.
+    public var grant: String?
     /// What the identity provider reported, handed to the app when the flow ends.
     public var info: CustomInfo?
     /// Registration data of completed stages, stored together when the flow ends, so a flow that
@@ -107,9 +109,10 @@ public enum StageOutcome: Sendable {
                 return .challenge(AuthenticatorChallenge(payload: payload, session: session))
             case .registered(let identity): return .identified(identity)
             case .failure(let error): return .failed(StageFailure(error, countsAsAttempt: false))
-            case .replayed(let error, let subject):
+            case .replayed(let error, let subject, let grant):
                 var failure = StageFailure(error, countsAsAttempt: false)
                 failure.revokesSubject = subject
+                failure.revokesGrant = grant
                 return .failed(failure)
             }
         } catch let error as any DomainError {
@@ -138,6 +141,8 @@ public struct StageFailure: Sendable {
     /// An identity provider saw its credential for this user used twice: revoke the sessions it
     /// issued.
     public var revokesSubject: String?
+    /// The credential seen twice, when the provider names it: only its sessions are revoked.
+    public var revokesGrant: String?
 
     public init(_ error: any DomainError, countsAsAttempt: Bool, removesRegistration: Bool = false) {
         self.error = error
@@ -179,9 +184,10 @@ public enum FlowAction: Sendable, CustomStringConvertible {
     case deregister
     /// Mint a new session for the profile.
     case issueTokens
-    /// Revoke every session of this identity provider's user `subject` on every device: what a
-    /// replayed credential issued before.
-    case revokeUser(subject: String)
+    /// Revoke what a replayed credential issued before: the sessions of this identity provider's
+    /// user `subject` that came from `grant`, or with no grant every session of `subject` on
+    /// every device.
+    case revokeUser(subject: String, grant: String?)
     /// Mark the flow's mobile authentication transaction approved (it must still be pending).
     case approveTransaction
     /// Keep the flow's new state (its session, its stage, the attempt it holds).

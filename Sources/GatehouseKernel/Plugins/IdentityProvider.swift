@@ -70,7 +70,9 @@ public enum RegistrationOutcome: Sendable {
     case failure(RegistrationError)
     /// The registration is refused because the credential that names `subject` was used before
     /// (a replayed authorization code): whatever it issued then must be revoked (RFC 9700 §4.5).
-    case replayed(RegistrationError, subject: String)
+    /// With `grant` (the ``RegisteredIdentity/grant`` its first use reported), exactly the
+    /// sessions that use issued are revoked; without it, every session of `subject`.
+    case replayed(RegistrationError, subject: String, grant: String? = nil)
 }
 
 /// The user an identity provider vouched for.
@@ -79,9 +81,14 @@ public struct RegisteredIdentity: Sendable, Equatable {
     public var subject: String
     /// What a custom API reported.
     public var info: CustomInfo?
+    /// The single-use credential the user was identified with (say, an authorization code's
+    /// hash): the sessions this registration issues carry it, so a replay of that credential
+    /// revokes exactly them.
+    public var grant: String?
 
-    public init(subject: String, info: CustomInfo? = nil) {
+    public init(subject: String, info: CustomInfo? = nil, grant: String? = nil) {
         self.subject = subject
         self.info = info
+        self.grant = grant
     }
 }
