@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "BrowserIdentityProvider", targets: ["BrowserIdentityProvider"]),
         .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
         .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
+        .library(name: "GatehouseResourceServer", targets: ["GatehouseResourceServer"]),
         .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
         .library(name: "GatehouseLogin", targets: ["GatehouseLogin"]),
         .library(name: "TOTPAuthenticator", targets: ["TOTPAuthenticator"]),
@@ -26,6 +27,7 @@ let package = Package(
         .executable(name: "totp-gatehouse", targets: ["ThirdPartyAuthenticator"]),
         .executable(name: "pin-length-store", targets: ["PinLengthStore"]),
         .executable(name: "push-mobile-auth", targets: ["PushMobileAuth"]),
+        .executable(name: "resource-gateway", targets: ["ResourceGateway"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -71,6 +73,18 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // What an integrator's own API adds to accept Gatehouse tokens: a framework-free validator
+        // (DPoP, introspection in-process or over HTTP) and a Hummingbird middleware.
+        .target(
+            name: "GatehouseResourceServer",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The SDK an app embeds.
@@ -234,6 +248,18 @@ let package = Package(
             path: "Examples/PushMobileAuth"
         ),
 
+        // An integrator's API that accepts Gatehouse tokens (GatehouseResourceServer).
+        .executableTarget(
+            name: "ResourceGateway",
+            dependencies: [
+                "GatehouseProtocol", "GatehouseResourceServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/ResourceGateway"
+        ),
+
         // Benchmarks: `swift run -c release gatehouse-bench` (see docs/PERFORMANCE.md).
         .executableTarget(
             name: "GatehouseBenchmark",
@@ -290,8 +316,9 @@ let package = Package(
             name: "ExamplesTests",
             dependencies: [
                 "ValidateInput", "gatehouse", "XignInRegistration", "ThirdPartyAuthenticator", "PinLengthStore",
-                "PushMobileAuth",
-                "GatehouseTesting",
+                "PushMobileAuth", "ResourceGateway",
+                "GatehouseTesting", "GatehouseClient", "GatehouseProtocol", "GatehousePlugins", "GatehouseYAML",
+                "BiometricAuthenticator", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
@@ -312,7 +339,7 @@ let package = Package(
             dependencies: [
                 "GatehouseServer", "GatehouseClient", "GatehouseKernel", "GatehouseProtocol", "GatehousePlugins",
                 "GatehouseYAML", "GatehouseTesting", "CustomAPIIdentityProvider", "TOTPAuthenticator",
-                "BiometricAuthenticator", "GatehouseLogin", "BrowserIdentityProvider",
+                "BiometricAuthenticator", "GatehouseLogin", "BrowserIdentityProvider", "GatehouseResourceServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -255,3 +255,10 @@ public struct RevocationRequest: Codable, Sendable {
         case tokenTypeHint = "token_type_hint"
     }
 }
+
+/// Where a resource server learns what an access token is: the token server in-process
+/// (`TokenServer` conforms) or its introspection endpoint over HTTP.
+public protocol TokenIntrospecting: Sendable {
+    /// What the token server says of `token` now (RFC 7662); inactive for anything unknown.
+    func introspect(_ token: String) async throws -> IntrospectionResponse
+}

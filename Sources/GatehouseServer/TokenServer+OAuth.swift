@@ -1,14 +1,14 @@
 import Crypto
 import Foundation
 import GatehouseKernel
-import GatehouseProtocol
+public import GatehouseProtocol
 import Logging
 
 // The standard OAuth surface: the token endpoint's grants, revocation (RFC 7009), introspection
 // for resource servers (RFC 7662) and the server's metadata (RFC 8414). Requests may be forms or
 // JSON; refusals are RFC 6749 §5.2 error bodies.
 
-extension TokenServer {
+extension TokenServer: TokenIntrospecting {
     func token(_ request: WireRequest) async throws -> WireResponse {
         let body = try decodeBody(TokenRequest.self, request, oauth: true)
         switch body.grantType {
@@ -132,11 +132,17 @@ extension TokenServer {
     func introspect(_ request: WireRequest) async throws -> WireResponse {
         let resourceServer = try authenticatedResourceServer(request)
         let body = try decodeBody(IntrospectionRequest.self, request, oauth: true)
-        guard !body.token.isEmpty, body.token.utf8.count <= 512 else { return try json(IntrospectionResponse.inactive) }
-        var answer = try await store.introspect(body.token, now: now)
-        if answer.active { answer.iss = publicURL }
+        let answer = try await introspect(body.token)
         logger.trace("Introspected", metadata: ["resourceServer": "\(resourceServer)", "active": "\(answer.active)"])
         return try json(answer)
+    }
+
+    /// What introspection reports of `token` now, for a resource server in the same process.
+    public func introspect(_ token: String) async throws -> IntrospectionResponse {
+        guard !token.isEmpty, token.utf8.count <= 512 else { return .inactive }
+        var answer = try await store.introspect(token, now: now)
+        if answer.active { answer.iss = publicURL }
+        return answer
     }
 
     /// The resource server whose HTTP Basic credentials the request carries.

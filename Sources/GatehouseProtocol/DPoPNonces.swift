@@ -1,23 +1,23 @@
 import Crypto
-import Foundation
-import GatehouseProtocol
+public import Foundation
 
-/// Server-provided DPoP nonces (RFC 9449 §8, §9): a proof must carry a nonce this server gave
+/// Server-provided DPoP nonces (RFC 9449 §8, §9): a proof must carry a nonce the server gave
 /// out recently, so a proof made ahead of time is useless. Nonces are stateless: an HMAC of
-/// the time window under a secret kept in the database, so every instance of the server sharing
-/// it accepts the others' nonces. A nonce stays valid for its window and the next one.
-struct DPoPNonces: Sendable {
+/// the time window under a secret, so every instance sharing the secret (the token server keeps
+/// it in its database) accepts the others' nonces. A nonce stays valid for its window and the next.
+public struct DPoPNonces: Sendable {
     /// Seconds a window lasts; a nonce lives between one and two windows.
-    static let window: Double = 300
+    public static let window: Double = 300
     private let key: SymmetricKey
 
-    init(secret: Data) { key = SymmetricKey(data: secret) }
+    /// Nonces under `secret` (32 random bytes, say).
+    public init(secret: Data) { key = SymmetricKey(data: secret) }
 
-    /// The nonce to hand out at `now`.
-    func current(now: Double) -> String { nonce(window: Self.windowIndex(now)) }
+    /// The nonce to hand out at `now` (seconds since 1970).
+    public func current(now: Double) -> String { nonce(window: Self.windowIndex(now)) }
 
     /// Whether `nonce` was handed out in this window or the one before.
-    func accepts(_ nonce: String, now: Double) -> Bool {
+    public func accepts(_ nonce: String, now: Double) -> Bool {
         let index = Self.windowIndex(now)
         let given = Data(nonce.utf8)
         // Both compared every time, in constant time: timing tells nothing about which matched.

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+
+/// `--access`: which token a fetch sends.
+enum AccessOption: String, ExpressibleByArgument, CaseIterable {
+    case user, implicit, device, anonymous
+
+    var access: ResourceAccess {
+        switch self {
+        case .user: .user
+        case .implicit: .implicit
+        case .device: .device
+        case .anonymous: .anonymous
+        }
+    }
+}
+
+/// `gatehouse fetch`: calls one of the app's resource servers with a user, implicit or device
+/// token, the way an app would.
+struct Fetch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Call a resource server with a DPoP-bound token: user (asks for the PIN), implicit, device or anonymous."
+    )
+
+    @OptionGroup var device: DeviceOptions
+    @OptionGroup var manifest: ManifestOptions
+
+    @Argument(help: "The resource's URL, e.g. http://127.0.0.1:8090/greeting.")
+    var url: String
+
+    @Option(help: "Which token to send: user, implicit, device or anonymous.")
+    var access: AccessOption = .user
+
+    @Option(help: "The HTTP method.")
+    var method: String = "GET"
+
+    @Option(help: "The profile (user and implicit access; default: the only one on this device).")
+    var profile: String?
+
+    func run() async throws {
+        guard let target = URL(string: url), ["http", "https"].contains(target.scheme ?? "") else {
+            throw ValidationError("\(url) is not an http or https URL.")
+        }
+        do {
+            let client = try CommandSupport.client(device, manifest: manifest)
+            switch access {
+            case .user:
+                let chosen = try await CommandSupport.profile(profile, of: client)
+                _ = try await client.authenticateUser(chosen, delegate: TerminalDelegate())
+            case .implicit:
+                try await client.authenticateUserImplicitly(try await CommandSupport.profile(profile, of: client))
+            case .device:
+                try await client.authenticateDevice()
+            case .anonymous:
+                break
+            }
+            let response = try await client.fetchResource(target, method: method.uppercased(), access: access.access)
+            if access == .user { await client.logout() }
+            CommandSupport.output("HTTP \(response.status)")
+            CommandSupport.output(String(decoding: response.body, as: UTF8.self))
+            if !(200..<300).contains(response.status) { throw ExitCode(2) }
+        } catch let error as ValidationError {
+            throw error
+        } catch let error as ExitCode {
+            throw error
+        } catch {
+            throw CommandSupport.fail(error)
+        }
+    }
+}
