@@ -319,6 +319,7 @@ let package = Package(
                 "PushMobileAuth", "ResourceGateway",
                 "GatehouseTesting", "GatehouseClient", "GatehouseProtocol", "GatehousePlugins", "GatehouseYAML",
                 "BiometricAuthenticator", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

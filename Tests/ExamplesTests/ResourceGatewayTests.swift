@@ -63,21 +63,12 @@ private struct GatewayRun {
 
     /// The device's SDK in this process, on the data the commands wrote.
     func client() throws -> UserClient {
-        let manifest = try ManifestLoader.jsonAndYAML.load(
-            path: packageRoot.appendingPathComponent("Examples/manifests/server.yaml").path,
-            additionalSections: ["server", "xignin", "login"]
-        )
-        let plugins = try PluginRegistry.builtIn.load(
-            manifest,
-            environment: PluginEnvironment(services: ["simulated-sensor": SimulatedBiometricSensor()]),
-            sides: .client
-        )
-        return try UserClient(
+        try UserClient(
             configuration: ClientConfiguration(
                 dataDirectory: directory.appendingPathComponent("device"),
                 transport: HTTPTransport(baseURL: serverURL),
                 appID: "gatehouse-example",
-                plugins: plugins
+                plugins: try examplePlugins()
             )
         )
     }
@@ -189,4 +180,17 @@ struct ResourceGatewayTests {
         let (replayStatus, _, replayBody) = try await run.send("GET", "/greeting", headers: once)
         #expect(replayStatus == 401 && replayBody.contains("already used"))
     }
+}
+
+/// The client halves of Examples/manifests/server.yaml's plugins.
+func examplePlugins() throws -> LoadedPlugins {
+    let manifest = try ManifestLoader.jsonAndYAML.load(
+        path: packageRoot.appendingPathComponent("Examples/manifests/server.yaml").path,
+        additionalSections: ["server", "xignin", "login"]
+    )
+    return try PluginRegistry.builtIn.load(
+        manifest,
+        environment: PluginEnvironment(services: ["simulated-sensor": SimulatedBiometricSensor()]),
+        sides: .client
+    )
 }
