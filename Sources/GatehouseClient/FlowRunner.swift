@@ -128,6 +128,8 @@ struct FlowRunner: Sendable {
                 response = retry
             }
         }
+        // The last answer names the profile too (a registration with nothing to enrol ends at once).
+        if let id = response.profileID { outcome.profile = UserProfile(id: id) }
         outcome.final = response
         for (id, storage) in staged { outcome.changes.values[id] = await storage.values }
         return outcome

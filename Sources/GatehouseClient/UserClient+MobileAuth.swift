@@ -24,6 +24,7 @@ extension UserClient {
     /// for the profile goes to the server, whose key for the answers comes back.
     public func enrollForMobileAuth() async throws {
         guard let current = session else { throw MobileAuthEnrollmentError(.userNotAuthenticated) }
+        guard !current.stateless else { throw MobileAuthEnrollmentError(.statelessUser) }
         let key = Curve25519.KeyAgreement.PrivateKey()
         let response: MobileAuthEnrolmentResponse = try await authorized { token, signingKey in
             try await self.calls.call(

@@ -25,6 +25,8 @@ public actor UserClient {
         var profile: UserProfile
         var key: P256.Signing.PrivateKey
         var tokens: TokenResponse
+        /// A stateless registration's: nothing of it is stored.
+        var stateless = false
     }
 
     struct ImplicitSession {
@@ -75,6 +77,30 @@ public actor UserClient {
         scopes: [String] = [],
         delegate: any RegistrationDelegate
     ) async throws -> RegistrationSuccess {
+        try await register(identityProvider: identityProvider, scopes: scopes, stateless: false, delegate: delegate)
+    }
+
+    /// Registers a user statelessly: the identity provider names them and the session lives in
+    /// this object only. Nothing is stored on the device, no authenticator is enrolled, and the
+    /// profile cannot authenticate implicitly or enrol for mobile authentication; the app must be
+    /// allowed it (`statelessRegistration`). ``isStateless`` is true while the session lasts.
+    public func registerStatelessUser(
+        identityProvider: String? = nil,
+        scopes: [String] = [],
+        delegate: any RegistrationDelegate
+    ) async throws -> RegistrationSuccess {
+        try await register(identityProvider: identityProvider, scopes: scopes, stateless: true, delegate: delegate)
+    }
+
+    /// Whether the session is a stateless registration's.
+    public var isStateless: Bool { session?.stateless ?? false }
+
+    private func register(
+        identityProvider: String?,
+        scopes: [String],
+        stateless: Bool,
+        delegate: any RegistrationDelegate
+    ) async throws -> RegistrationSuccess {
         try begin()
         defer { busy = false }
         let device = try await registeredDevice()
@@ -101,7 +127,8 @@ public actor UserClient {
                     clientID: device.clientID,
                     identityProvider: provider.id,
                     scopes: scopes.isEmpty ? nil : scopes,
-                    profileKey: PublicJWK(profileKey.publicKey)
+                    profileKey: PublicJWK(profileKey.publicKey),
+                    stateless: stateless ? true : nil
                 ),
                 key: device.key
             )
@@ -119,10 +146,16 @@ public actor UserClient {
         guard let profile = outcome.profile, let tokens = outcome.final.tokens else {
             throw GenericError(.requestInvalid, message: "The server finished the registration without a session.")
         }
-        var changes = outcome.changes
-        changes.profile = ClientStore.StoredProfile(profile: profile, identityProvider: provider.id, key: profileKey)
-        try store.save(changes, profile: profile.id, server: server)
-        session = Session(profile: profile, key: profileKey, tokens: tokens)
+        if !stateless {
+            var changes = outcome.changes
+            changes.profile = ClientStore.StoredProfile(
+                profile: profile,
+                identityProvider: provider.id,
+                key: profileKey
+            )
+            try store.save(changes, profile: profile.id, server: server)
+        }
+        session = Session(profile: profile, key: profileKey, tokens: tokens, stateless: stateless)
         configuration.logger.info(
             "User registered",
             metadata: ["profile": "\(profile.id)", "identityProvider": "\(provider.id)"]
@@ -240,6 +273,7 @@ public actor UserClient {
         try begin()
         defer { busy = false }
         guard let current = session else { throw ChangePinError(.userNotAuthenticated) }
+        guard !current.stateless else { throw ChangePinError(.statelessUser) }
         let profile = current.profile
         let start: FlowResponse = try await deregisteringOnRefusal(profile) {
             try await self.authorized { token, key in

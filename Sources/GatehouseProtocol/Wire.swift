@@ -130,12 +130,21 @@ public struct RegistrationStartRequest: Codable, Sendable {
     public var scopes: [String]?
     /// The key the new profile's tokens will be bound to.
     public var profileKey: PublicJWK
+    /// A stateless registration: no authenticators, one session the app keeps in memory.
+    public var stateless: Bool?
 
-    public init(clientID: String, identityProvider: String?, scopes: [String]?, profileKey: PublicJWK) {
+    public init(
+        clientID: String,
+        identityProvider: String?,
+        scopes: [String]?,
+        profileKey: PublicJWK,
+        stateless: Bool? = nil
+    ) {
         self.clientID = clientID
         self.identityProvider = identityProvider
         self.scopes = scopes
         self.profileKey = profileKey
+        self.stateless = stateless
     }
 
     enum CodingKeys: String, CodingKey {
@@ -143,6 +152,7 @@ public struct RegistrationStartRequest: Codable, Sendable {
         case identityProvider = "identity_provider"
         case scopes
         case profileKey = "profile_key"
+        case stateless
     }
 }
 

@@ -20,6 +20,8 @@ struct FlowRow: Sendable {
     var heldUntil: Double?
     /// The mobile authentication transaction the flow approves, if it is one.
     var transactionID: String?
+    /// A stateless registration: its profile lives as long as its session, beside any stored one.
+    var stateless: Bool
     var state: FlowState
 
     init(
@@ -32,7 +34,8 @@ struct FlowRow: Sendable {
         keyThumbprint: String,
         expiresAt: Double,
         plan: FlowPlan,
-        transactionID: String? = nil
+        transactionID: String? = nil,
+        stateless: Bool = false
     ) {
         self.id = id
         self.clientID = clientID
@@ -45,6 +48,7 @@ struct FlowRow: Sendable {
         self.expiresAt = expiresAt
         self.heldUntil = nil
         self.transactionID = transactionID
+        self.stateless = stateless
         self.state = FlowState(plan: plan)
     }
 
@@ -60,6 +64,7 @@ struct FlowRow: Sendable {
         expiresAt = row["expires_at"]
         heldUntil = row["held_until"]
         transactionID = row["transaction_id"]
+        stateless = row["stateless"]
         state = try JSONDecoder().decode(FlowState.self, from: row["state"] as Data)
     }
 }

@@ -16,23 +16,33 @@ public struct ServerConfiguration: Decodable, Sendable {
         /// Scopes a device token (client credentials: the installation, no user) may carry; empty
         /// (the default): device authentication is off.
         public var deviceScopes: [String]
+        /// Seconds a registration lasts; then the user must register again (absent: for ever).
+        public var registrationValidity: Int?
+        /// Whether the app may register users statelessly: one session kept in memory, no
+        /// profile stored on the device, no authenticators, no mobile authentication.
+        public var statelessRegistration: Bool
 
         public init(
             id: String,
             defaultScopes: [String],
             allowedScopes: [String],
             implicitScopes: [String] = [],
-            deviceScopes: [String] = []
+            deviceScopes: [String] = [],
+            registrationValidity: Int? = nil,
+            statelessRegistration: Bool = false
         ) {
             self.id = id
             self.defaultScopes = defaultScopes
             self.allowedScopes = allowedScopes
             self.implicitScopes = implicitScopes
             self.deviceScopes = deviceScopes
+            self.registrationValidity = registrationValidity
+            self.statelessRegistration = statelessRegistration
         }
 
         private enum CodingKeys: String, CodingKey {
-            case id, defaultScopes, allowedScopes, implicitScopes, deviceScopes
+            case id, defaultScopes, allowedScopes, implicitScopes, deviceScopes, registrationValidity
+            case statelessRegistration
         }
 
         public init(from decoder: any Decoder) throws {
@@ -48,6 +58,11 @@ public struct ServerConfiguration: Decodable, Sendable {
                 throw container.invalid(.implicitScopes, "every implicit scope must be among allowedScopes")
             }
             deviceScopes = try container.decode([String].self, forKey: .deviceScopes, default: [])
+            registrationValidity = try container.decodeIfPresent(Int.self, forKey: .registrationValidity)
+            if let validity = registrationValidity, !(60...315_360_000).contains(validity) {
+                throw container.invalid(.registrationValidity, "expected 60 to 315360000 seconds, found \(validity)")
+            }
+            statelessRegistration = try container.decode(Bool.self, forKey: .statelessRegistration, default: false)
             for (key, scopes) in [(CodingKeys.allowedScopes, allowedScopes), (.deviceScopes, deviceScopes)] {
                 for scope in scopes where !Self.isScopeToken(scope) {
                     throw container.invalid(

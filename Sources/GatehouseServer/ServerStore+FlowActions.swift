@@ -36,6 +36,10 @@ extension ServerStore {
                 try db.execute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [row.profileID])
             case .identifyUser(let identity):
                 try identify(identity, row: &row, now: now, db)
+                // The actions that follow in this step (a registration with nothing to enrol ends
+                // here) read the user from the row, not from a saved state.
+                row.state.subject = identity.subject
+                row.state.grant = identity.grant
             case .createProfile:
                 try createProfile(row, now: now, db)
             case .storeRegistration(let authenticator, let data) where row.state.plan.kind == .authenticatorRegistration:
@@ -143,11 +147,17 @@ extension ServerStore {
                 "Another registration of this user is in progress on this device; finish or cancel it first."
             )
         }
-        let existing = try String.fetchOne(
-            db,
-            sql: "SELECT id FROM profiles WHERE client_id = ? AND identity_provider = ? AND subject = ?",
-            arguments: [row.clientID, row.identityProvider, identity.subject]
-        )
+        // A stateless registration never takes over the user's stored profile.
+        let existing =
+            row.stateless
+            ? nil
+            : try String.fetchOne(
+                db,
+                sql: """
+                    SELECT id FROM profiles WHERE client_id = ? AND identity_provider = ? AND subject = ? AND stateless = 0
+                    """,
+                arguments: [row.clientID, row.identityProvider, identity.subject]
+            )
         row.profileID = try existing ?? newProfileID(db)
     }
 
@@ -174,14 +184,24 @@ extension ServerStore {
         else { throw ServerError(500, "server_error", "The registration flow is incomplete.") }
         try db.execute(sql: "DELETE FROM families WHERE profile_id = ?", arguments: [profileID])
         try db.execute(sql: "DELETE FROM registrations WHERE profile_id = ?", arguments: [profileID])
+        // A stateless profile lasts as long as its session can; a stored one its application's
+        // registration validity (a new registration starts the period again).
+        let appID = try String.fetchOne(db, sql: "SELECT app_id FROM clients WHERE id = ?", arguments: [row.clientID])
+        let lifetime = row.stateless ? tokenLifetimes.refresh : appID.flatMap { registrationValidity[$0] }
+        let expiresAt = lifetime.map { now + Double($0) }
         do {
             try db.execute(
                 sql: """
-                    INSERT INTO profiles (id, client_id, identity_provider, subject, scope, key_thumbprint, failures, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, 0, ?)
-                    ON CONFLICT(id) DO UPDATE SET scope = excluded.scope, key_thumbprint = excluded.key_thumbprint, failures = 0
+                    INSERT INTO profiles (id, client_id, identity_provider, subject, scope, key_thumbprint, failures,
+                        created_at, expires_at, stateless)
+                    VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET scope = excluded.scope, key_thumbprint = excluded.key_thumbprint,
+                        failures = 0, expires_at = excluded.expires_at
                     """,
-                arguments: [profileID, row.clientID, identityProvider, subject, row.scope, profileKey, now]
+                arguments: [
+                    profileID, row.clientID, identityProvider, subject, row.scope, profileKey, now, expiresAt,
+                    row.stateless,
+                ]
             )
         } catch DatabaseError.SQLITE_CONSTRAINT_UNIQUE {
             throw ServerError(

@@ -32,6 +32,26 @@ extension ServerStore {
             else {
                 return FlowApplied(flowID: flow.id, outcome: .refusal(FlowRefusal(GenericError(.userDeregistered))))
             }
+            // A registration past its validity is over: the profile goes, the user registers again.
+            guard Self.isCurrent(profile, now: proof.now) else {
+                try self.deleteProfile(profileID, now: proof.now, db)
+                return FlowApplied(
+                    flowID: flow.id,
+                    outcome: .refusal(
+                        FlowRefusal(
+                            GenericError(.userDeregistered, message: "The registration expired; register again.")
+                        )
+                    )
+                )
+            }
+            guard !(profile["stateless"] as Bool) else {
+                throw ServerError(
+                    400,
+                    "invalid_grant",
+                    "A stateless registration has no authenticators; register again for a new session.",
+                    code: 9033
+                )
+            }
             guard profile["key_thumbprint"] == proof.keyThumbprint else {
                 throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
             }
@@ -206,12 +226,13 @@ extension ServerStore {
         try db.execute(
             sql: """
                 INSERT INTO flows (id, client_id, profile_id, identity_provider, scope, profile_key, key_thumbprint, state,
-                    attempt, expires_at, transaction_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    attempt, expires_at, transaction_id, stateless)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 row.id, row.clientID, row.profileID, row.identityProvider, row.scope, row.profileKey, row.keyThumbprint,
                 try JSONEncoder().encode(row.state), row.state.attempt.rawValue, row.expiresAt, row.transactionID,
+                row.stateless,
             ]
         )
     }

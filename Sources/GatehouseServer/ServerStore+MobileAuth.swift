@@ -27,6 +27,9 @@ extension ServerStore {
     ) async throws -> Data {
         try await pool.write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
+            guard !session.stateless else {
+                throw ServerError(MobileAuthEnrollmentError(.statelessUser), status: 403)
+            }
             let others = try String.fetchAll(
                 db,
                 sql: """

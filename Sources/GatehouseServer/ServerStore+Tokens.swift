@@ -9,6 +9,8 @@ struct AccessSession: Sendable {
     var scope: String
     var subject: String
     var identityProvider: String
+    /// A stateless registration's session.
+    var stateless: Bool
 }
 
 extension ServerStore {
@@ -84,7 +86,8 @@ extension ServerStore {
             let row = try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT tokens.*, families.revoked AS family_revoked, profiles.subject, profiles.identity_provider
+                    SELECT tokens.*, families.revoked AS family_revoked, profiles.subject, profiles.identity_provider,
+                        profiles.stateless, profiles.expires_at AS profile_expires_at
                     FROM tokens JOIN families ON families.id = tokens.family JOIN profiles ON profiles.id = tokens.profile_id
                     WHERE tokens.hash = ? AND tokens.kind = 'access'
                     """,
@@ -95,6 +98,9 @@ extension ServerStore {
             throw ServerError.invalidToken("The access token was revoked.")
         }
         guard (row["expires_at"] as Double) > now else { throw ServerError.invalidToken("The access token expired.") }
+        if let registrationEnds = row["profile_expires_at"] as Double?, registrationEnds <= now {
+            throw ServerError.invalidToken("The registration expired; register again.")
+        }
         guard row["key_thumbprint"] == keyThumbprint else {
             throw ServerError.invalidToken("The access token is bound to another device.")
         }
@@ -102,7 +108,8 @@ extension ServerStore {
             profileID: row["profile_id"],
             scope: row["scope"],
             subject: row["subject"],
-            identityProvider: row["identity_provider"]
+            identityProvider: row["identity_provider"],
+            stateless: row["stateless"]
         )
     }
 
@@ -135,7 +142,9 @@ extension ServerStore {
                 let row = try Row.fetchOne(
                     db,
                     sql: """
-                        SELECT tokens.*, families.revoked AS family_revoked FROM tokens JOIN families ON families.id = tokens.family
+                        SELECT tokens.*, families.revoked AS family_revoked, profiles.expires_at AS profile_expires_at
+                        FROM tokens JOIN families ON families.id = tokens.family
+                        JOIN profiles ON profiles.id = tokens.profile_id
                         WHERE tokens.hash = ? AND tokens.kind = 'refresh'
                         """,
                     arguments: [Self.tokenHash(refreshToken)]
@@ -149,6 +158,17 @@ extension ServerStore {
             }
             guard (row["expires_at"] as Double) > proof.now else {
                 return .refused(.invalidGrant("The refresh token expired."))
+            }
+            // Past the registration's validity the profile is over: it goes, and the device hears
+            // the user was deregistered (it must register again).
+            if let registrationEnds = row["profile_expires_at"] as Double?, registrationEnds <= proof.now {
+                try self.deleteProfile(row["profile_id"], now: proof.now, db)
+                return .refused(
+                    .invalidGrant(
+                        "The registration expired; register again.",
+                        code: GenericError.Code.userDeregistered.rawValue
+                    )
+                )
             }
             let family: String = row["family"]
             try self.record(proof, db)

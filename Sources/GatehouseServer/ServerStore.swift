@@ -24,7 +24,15 @@ final class ServerStore: Sendable {
         var refresh: Int
     }
 
-    init(path: String, tokenLifetimes: TokenLifetimes, maxFailures: Int) throws {
+    /// Seconds a registration lasts, by application id (absent: for ever).
+    let registrationValidity: [String: Int]
+
+    init(
+        path: String,
+        tokenLifetimes: TokenLifetimes,
+        maxFailures: Int,
+        registrationValidity: [String: Int] = [:]
+    ) throws {
         var configuration = Configuration()
         configuration.label = "gatehouse.server"
         configuration.busyMode = .timeout(10)
@@ -35,6 +43,7 @@ final class ServerStore: Sendable {
         try Self.migrator.migrate(pool)
         self.tokenLifetimes = tokenLifetimes
         self.maxFailures = maxFailures
+        self.registrationValidity = registrationValidity
     }
 
     static var migrator: DatabaseMigrator {
@@ -218,15 +227,45 @@ final class ServerStore: Sendable {
             // replay revokes exactly the families that carry it.
             try db.alter(table: "families") { table in table.add(column: "grant", .text) }
             try db.create(index: "families_grant", on: "families", columns: ["grant"])
-            try db.create(index: "tokens_expires_at", on: "tokens", columns: ["expires_at"])
-            try db.create(index: "tokens_profile_id", on: "tokens", columns: ["profile_id"])
-            try db.alter(table: "profiles") { table in
-                // Registration validity: the profile ends then (NULL: never).
-                table.add(column: "expires_at", .double)
-                // A stateless registration: one session, no refresh token, nothing on the device.
+            try db.alter(table: "flows") { table in
                 table.add(column: "stateless", .boolean).notNull().defaults(to: false)
             }
-            try db.create(index: "profiles_expires_at", on: "profiles", columns: ["expires_at"])
+            try db.create(index: "tokens_expires_at", on: "tokens", columns: ["expires_at"])
+            try db.create(index: "tokens_profile_id", on: "tokens", columns: ["profile_id"])
+            // Profiles gain registration validity and stateless registrations. A stateless profile
+            // lives beside the user's stored one on the same installation, so the uniqueness of
+            // (installation, provider, subject) holds for stored profiles only: the table is
+            // rebuilt to move it into a partial index (foreign keys are off while migrating).
+            try db.create(table: "profiles_v4") { table in
+                table.primaryKey("id", .text)
+                table.column("client_id", .text).notNull().references("clients", onDelete: .cascade)
+                table.column("identity_provider", .text).notNull()
+                table.column("subject", .text).notNull()
+                table.column("scope", .text).notNull()
+                table.column("key_thumbprint", .text).notNull()
+                table.column("failures", .integer).notNull().defaults(to: 0)
+                table.column("created_at", .double).notNull()
+                // Registration validity: the profile ends then (NULL: never).
+                table.column("expires_at", .double).indexed()
+                // A stateless registration: its session lives in the app's memory only.
+                table.column("stateless", .boolean).notNull().defaults(to: false)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO profiles_v4 (id, client_id, identity_provider, subject, scope, key_thumbprint, failures,
+                        created_at)
+                    SELECT id, client_id, identity_provider, subject, scope, key_thumbprint, failures, created_at
+                    FROM profiles
+                    """
+            )
+            try db.drop(table: "profiles")
+            try db.rename(table: "profiles_v4", to: "profiles")
+            try db.execute(
+                sql: """
+                    CREATE UNIQUE INDEX profiles_user ON profiles (client_id, identity_provider, subject)
+                    WHERE stateless = 0
+                    """
+            )
             // App-to-web single sign-on: one-time login tokens for a target URL, and the browser
             // sessions they open.
             try db.create(table: "web_login_tokens") { table in

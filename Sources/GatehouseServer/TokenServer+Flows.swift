@@ -37,6 +37,10 @@ extension TokenServer {
         guard client.keyThumbprint == proof.keyThumbprint else {
             throw ServerError.invalidProof("The DPoP proof is not signed by the client's key.")
         }
+        let stateless = body.stateless == true
+        if stateless, configuration.clients.first(where: { $0.id == client.appID })?.statelessRegistration != true {
+            throw ServerError(RegistrationError(.stateless), status: 400)
+        }
         let flow = FlowRow(
             id: newFlowID(),
             clientID: body.clientID,
@@ -46,7 +50,11 @@ extension TokenServer {
             scope: try scope(requested: body.scopes, appID: client.appID),
             keyThumbprint: proof.keyThumbprint,
             expiresAt: proof.now + Double(configuration.flowLifetime),
-            plan: .registration(identityProvider: provider.descriptor.id, enrol: registrationAuthenticators)
+            plan: .registration(
+                identityProvider: provider.descriptor.id,
+                enrol: stateless ? [] : registrationAuthenticators
+            ),
+            stateless: stateless
         )
         return try respond(await store.startRegistration(flow, proof: proof))
     }

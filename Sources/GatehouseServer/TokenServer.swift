@@ -112,7 +112,11 @@ public final class TokenServer: Sendable {
                 access: configuration.accessTokenLifetime,
                 refresh: configuration.refreshTokenLifetime
             ),
-            maxFailures: configuration.maxPinFailures
+            maxFailures: configuration.maxPinFailures,
+            registrationValidity: Dictionary(
+                configuration.clients.compactMap { client in client.registrationValidity.map { (client.id, $0) } },
+                uniquingKeysWith: { first, _ in first }
+            )
         )
         self.store = store
         nonces = DPoPNonces(secret: try store.secret("dpop-nonce"))

@@ -145,6 +145,8 @@ struct Fixture {
     let clientLog: RecordingLogger
     /// Where the server's APNs pushes go in these tests.
     let pushes: InProcessPushTransport
+    /// The server's clock, which the clients share (DPoP proofs are dated by it).
+    let clock: any WallClock
 
     static let portalSecret = "portal-secret-0123456789"
     static let gatewaySecret = "gateway-secret-0123456789"
@@ -180,6 +182,8 @@ struct Fixture {
                   defaultScopes: [read]
                   implicitScopes: [read]
                   deviceScopes: [catalogue]
+                  statelessRegistration: true
+                  registrationValidity: 3600
                 - id: plain-app
               resourceServers:
                 - {id: gateway, secret: \(Fixture.gatewaySecret)}
@@ -213,7 +217,7 @@ struct Fixture {
     }
 
     /// A client (device) with its own data directory.
-    func client(_ name: String = "device") throws -> UserClient {
+    func client(_ name: String = "device", appID: String = "test-app") throws -> UserClient {
         let plugins = try PluginRegistry.testing(script).load(
             manifest,
             environment: PluginEnvironment(logger: clientLog.logger, services: ["face-sensor": sensor]),
@@ -223,8 +227,9 @@ struct Fixture {
             configuration: ClientConfiguration(
                 dataDirectory: directory.appendingPathComponent(name),
                 transport: transport,
-                appID: "test-app",
+                appID: appID,
                 plugins: plugins,
+                clock: clock,
                 logger: clientLog.logger
             )
         )
@@ -271,6 +276,7 @@ func withFixture(
     enrolment: String = "single",
     mobileAuth: Bool = true,
     requireDPoPNonce: Bool = false,
+    clock: any WallClock = SystemWallClock(),
     _ body: (Fixture) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-test-\(UUID().uuidString)")
@@ -291,7 +297,7 @@ func withFixture(
     )
     let serverLog = RecordingLogger(label: "server", level: .trace)
     let clientLog = RecordingLogger(label: "client", level: .trace)
-    let environment = PluginEnvironment(logger: serverLog.logger, services: ["codes": FixedCodeAPI()])
+    let environment = PluginEnvironment(logger: serverLog.logger, clock: clock, services: ["codes": FixedCodeAPI()])
     let script = StatusScript()
     let pushes = InProcessPushTransport()
     let embedded = try EmbeddedTokenServer(
@@ -311,7 +317,8 @@ func withFixture(
                 manifest: manifest,
                 serverLog: serverLog,
                 clientLog: clientLog,
-                pushes: pushes
+                pushes: pushes,
+                clock: clock
             )
         )
     case .http:
@@ -334,7 +341,8 @@ func withFixture(
                         manifest: manifest,
                         serverLog: serverLog,
                         clientLog: clientLog,
-                        pushes: pushes
+                        pushes: pushes,
+                        clock: clock
                     )
                 )
             } catch {

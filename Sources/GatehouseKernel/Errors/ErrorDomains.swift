@@ -40,7 +40,7 @@ public enum RegistrationDomain: ErrorDomain {
         [
             .deviceRegistrationFailure, .invalidState, .invalidIdentityProvider, .customRegistrationExpired,
             .customRegistrationFailure, .externalIdentityProviderFailure, .registrationUnavailable,
-            .invalidActivationCode,
+            .invalidActivationCode, .stateless,
         ]
     }
 }
@@ -52,7 +52,7 @@ public enum DeregistrationDomain: ErrorDomain {
 /// Errors of changing the PIN.
 public enum ChangePinDomain: ErrorDomain {
     public static let name = "ChangePin"
-    public static var knownCodes: [ChangePinError.Code] { [.userNotAuthenticated] }
+    public static var knownCodes: [ChangePinError.Code] { [.userNotAuthenticated, .statelessUser] }
 }
 /// Errors of handling a mobile authentication (push) request.
 public enum MobileAuthRequestDomain: ErrorDomain {
@@ -66,7 +66,10 @@ public enum MobileAuthRequestDomain: ErrorDomain {
 public enum MobileAuthEnrollmentDomain: ErrorDomain {
     public static let name = "MobileAuthEnrollment"
     public static var knownCodes: [MobileAuthEnrollmentError.Code] {
-        [.userNotAuthenticated, .deviceAlreadyEnrolled, .enrollmentNotAvailable, .userAlreadyEnrolled, .notEnrolled]
+        [
+            .userNotAuthenticated, .deviceAlreadyEnrolled, .enrollmentNotAvailable, .userAlreadyEnrolled, .notEnrolled,
+            .statelessUser,
+        ]
     }
 }
 
@@ -266,6 +269,9 @@ extension GatehouseError.Code where Domain == RegistrationDomain {
             defaultMessage: "The activation code is not valid, expired, or locked."
         )
     }
+    public static var stateless: Self {
+        Self(9034, name: "stateless", defaultMessage: "Stateless registration is not enabled for this application.")
+    }
 }
 
 extension GatehouseError.Code where Domain == DeregistrationDomain {
@@ -282,6 +288,9 @@ extension GatehouseError.Code where Domain == DeregistrationDomain {
 extension GatehouseError.Code where Domain == ChangePinDomain {
     public static var userNotAuthenticated: Self {
         Self(9010, name: "userNotAuthenticated", defaultMessage: "Changing the PIN needs an authenticated user.")
+    }
+    public static var statelessUser: Self {
+        Self(9033, name: "statelessUser", defaultMessage: "A stateless registration has no PIN to change.")
     }
 }
 
@@ -311,6 +320,13 @@ extension GatehouseError.Code where Domain == MobileAuthRequestDomain {
 }
 
 extension GatehouseError.Code where Domain == MobileAuthEnrollmentDomain {
+    public static var statelessUser: Self {
+        Self(
+            9033,
+            name: "statelessUser",
+            defaultMessage: "A stateless registration cannot enroll for mobile authentication."
+        )
+    }
     public static var userNotAuthenticated: Self {
         Self(9010, name: "userNotAuthenticated", defaultMessage: "Enrolling needs an authenticated user.")
     }
