@@ -66,16 +66,20 @@ extension UserClient {
     /// the application's anonymous resources. `scopes` must be among the application's device
     /// scopes; empty asks for all of them.
     public func authenticateDevice(scopes: [String] = []) async throws {
-        let device = try await registeredDevice()
-        let token: AccessTokenResponse = try await calls.call(
-            "POST",
-            Endpoint.token,
-            body: TokenRequest(
-                grantType: GrantType.clientCredentials,
-                scope: scopes.isEmpty ? nil : scopes.joined(separator: " ")
-            ),
-            key: device.key
+        let request = TokenRequest(
+            grantType: GrantType.clientCredentials,
+            scope: scopes.isEmpty ? nil : scopes.joined(separator: " ")
         )
+        var device = try await registeredDevice()
+        let token: AccessTokenResponse
+        do {
+            token = try await calls.call("POST", Endpoint.token, body: request, key: device.key)
+        } catch let error as GenericError where error.code == .deviceDeregistered {
+            // The server let this installation go (idle for long): register the key again, once.
+            try store.forgetDevice(server: server)
+            device = try await registeredDevice()
+            token = try await calls.call("POST", Endpoint.token, body: request, key: device.key)
+        }
         deviceSession = DeviceSession(key: device.key, token: token)
     }
 

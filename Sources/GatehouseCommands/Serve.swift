@@ -7,6 +7,8 @@ import GatehouseServer
 import Hummingbird
 import Logging
 import NIOPosix
+import ServiceLifecycle
+import UnixSignals
 import XignInManager
 
 struct Serve: AsyncParsableCommand {
@@ -63,6 +65,14 @@ struct Serve: AsyncParsableCommand {
             // Unbuffered, so scripts waiting for this line see it at once.
             FileHandle.standardOutput.write(Data("Gatehouse token server listening on http://\(host):\(port)\n".utf8))
         }
-        try await application.runService()
+        // The HTTP server and the janitor that keeps its tables from growing, stopped together.
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [application, TokenJanitor(server: server)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
     }
 }

@@ -107,6 +107,13 @@ public struct ServerConfiguration: Decodable, Sendable {
     public var requireDPoPNonce: Bool
     /// Resource servers (APIs) that may introspect tokens (RFC 7662), with HTTP Basic credentials.
     public var resourceServers: [ResourceServer]
+    /// Seconds between sweeps of expired state (1–3600, default 60).
+    public var cleanupInterval: Int
+    /// Rows of each kind one sweep removes at most (10–100000, default 1000).
+    public var cleanupBatch: Int
+    /// Seconds an installation that has nothing left (no profile, device token or flow) is kept
+    /// after it registered (3600–31536000, default 30 days).
+    public var idleInstallationLifetime: Int
 
     /// An API that checks Gatehouse tokens by introspection.
     public struct ResourceServer: Decodable, Sendable, Equatable {
@@ -132,7 +139,8 @@ public struct ServerConfiguration: Decodable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
-            maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL, requireDPoPNonce, resourceServers
+            maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL, requireDPoPNonce, resourceServers,
+            cleanupInterval, cleanupBatch, idleInstallationLifetime
     }
 
     public init() {
@@ -148,6 +156,9 @@ public struct ServerConfiguration: Decodable, Sendable {
         publicURL = nil
         requireDPoPNonce = false
         resourceServers = []
+        cleanupInterval = 60
+        cleanupBatch = 1000
+        idleInstallationLifetime = 30 * 86400
     }
 
     public init(from decoder: any Decoder) throws {
@@ -182,6 +193,14 @@ public struct ServerConfiguration: Decodable, Sendable {
         }
         requireDPoPNonce = try container.decode(Bool.self, forKey: .requireDPoPNonce, default: false)
         resourceServers = try container.decode([ResourceServer].self, forKey: .resourceServers, default: [])
+        cleanupInterval = try container.decode(Int.self, forKey: .cleanupInterval, default: 60, in: 1...3600)
+        cleanupBatch = try container.decode(Int.self, forKey: .cleanupBatch, default: 1000, in: 10...100_000)
+        idleInstallationLifetime = try container.decode(
+            Int.self,
+            forKey: .idleInstallationLifetime,
+            default: 30 * 86400,
+            in: 3600...31_536_000
+        )
         guard Set(resourceServers.map(\.id)).count == resourceServers.count else {
             throw container.invalid(.resourceServers, "each resource server id must be unique")
         }

@@ -227,6 +227,8 @@ final class ServerStore: Sendable {
             // replay revokes exactly the families that carry it.
             try db.alter(table: "families") { table in table.add(column: "grant", .text) }
             try db.create(index: "families_grant", on: "families", columns: ["grant"])
+            // The sweep looks installations up by what hangs off them.
+            try db.create(index: "flows_client_id", on: "flows", columns: ["client_id"])
             try db.alter(table: "flows") { table in
                 table.add(column: "stateless", .boolean).notNull().defaults(to: false)
             }
@@ -266,6 +268,7 @@ final class ServerStore: Sendable {
                     WHERE stateless = 0
                     """
             )
+            try db.create(index: "profiles_client_id", on: "profiles", columns: ["client_id"])
             // App-to-web single sign-on: one-time login tokens for a target URL, and the browser
             // sessions they open.
             try db.create(table: "web_login_tokens") { table in

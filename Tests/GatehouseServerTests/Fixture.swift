@@ -188,6 +188,7 @@ struct Fixture {
               resourceServers:
                 - {id: gateway, secret: \(Fixture.gatewaySecret)}
               requireDPoPNonce: \(requireDPoPNonce)
+              cleanupBatch: 10
               maxPinFailures: \(maxPinFailures)
               maxRequestBytes: 4096
               registrationAuthenticators: [\(registrationAuthenticators.joined(separator: ", "))]

@@ -1,0 +1,87 @@
+import Foundation
+import GRDB
+import GatehouseKernel
+
+// What no request will ever need again: expired and revoked tokens and their families, ended
+// flows, spent proofs and single-use tokens, registrations past their validity, and
+// installations that never did anything. Each sweep removes at most `limit` rows of each kind,
+// so one sweep never holds the writer for long; the next one takes the rest.
+
+/// Rows one sweep removed, by kind.
+public struct CleanupReport: Sendable, Equatable, CustomStringConvertible {
+    public var tokens = 0
+    public var families = 0
+    public var deviceTokens = 0
+    public var flows = 0
+    public var proofs = 0
+    public var profiles = 0
+    public var installations = 0
+    public var webLogins = 0
+
+    public var total: Int { tokens + families + deviceTokens + flows + proofs + profiles + installations + webLogins }
+
+    public var description: String {
+        "tokens \(tokens), families \(families), device tokens \(deviceTokens), flows \(flows), proofs \(proofs), "
+            + "expired registrations \(profiles), idle installations \(installations), web sign-ins \(webLogins)"
+    }
+}
+
+extension ServerStore {
+    func removeExpiredState(now: Double, limit: Int, idleInstallationLifetime: Double) async throws -> CleanupReport {
+        try await pool.write { db in
+            var report = CleanupReport()
+            func delete(_ table: String, where condition: String, _ arguments: StatementArguments) throws -> Int {
+                try db.execute(
+                    sql: "DELETE FROM \(table) WHERE rowid IN (SELECT rowid FROM \(table) WHERE \(condition) LIMIT ?)",
+                    arguments: arguments + [limit]
+                )
+                return db.changesCount
+            }
+            // Registrations past their validity end as a deregistration does.
+            let expiredProfiles = try String.fetchAll(
+                db,
+                sql: "SELECT id FROM profiles WHERE expires_at < ? LIMIT ?",
+                arguments: [now, limit]
+            )
+            for profileID in expiredProfiles { try self.deleteProfile(profileID, now: now, db) }
+            report.profiles = expiredProfiles.count
+            // A revoked family goes with its tokens; expired tokens go one by one, and a family
+            // left without tokens after them.
+            report.families = try delete("families", where: "revoked = 1", [])
+            report.tokens = try delete("tokens", where: "expires_at < ?", [now])
+            report.families += try delete(
+                "families",
+                where: "NOT EXISTS (SELECT 1 FROM tokens WHERE tokens.family = families.id)",
+                []
+            )
+            report.deviceTokens = try delete("client_tokens", where: "expires_at < ? OR revoked = 1", [now])
+            report.flows = try delete("flows", where: "expires_at < ?", [now])
+            report.proofs = try delete("dpop_proofs", where: "expires_at < ?", [now])
+            report.webLogins = try delete("web_login_tokens", where: "expires_at < ?", [now])
+            report.webLogins += try delete("web_sessions", where: "expires_at < ?", [now])
+            // An installation that registered its key long ago and has nothing left: no profile,
+            // no device token, no flow.
+            report.installations = try delete(
+                "clients",
+                where: """
+                    created_at < ? AND NOT EXISTS (SELECT 1 FROM profiles WHERE profiles.client_id = clients.id)
+                    AND NOT EXISTS (SELECT 1 FROM client_tokens WHERE client_tokens.client_id = clients.id)
+                    AND NOT EXISTS (SELECT 1 FROM flows WHERE flows.client_id = clients.id)
+                    """,
+                [now - idleInstallationLifetime]
+            )
+            return report
+        }
+    }
+
+    /// Rows per table, for operators and the load measurement.
+    func rowCounts() async throws -> [String: Int] {
+        try await pool.read { db in
+            var counts: [String: Int] = [:]
+            for table in ["clients", "profiles", "families", "tokens", "client_tokens", "flows", "dpop_proofs"] {
+                counts[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+            }
+            return counts
+        }
+    }
+}
