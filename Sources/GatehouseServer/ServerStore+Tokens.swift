@@ -16,7 +16,10 @@ struct AccessSession: Sendable {
 extension ServerStore {
     // MARK: - Minting
 
-    /// Issues an access and a refresh token bound to `keyThumbprint`, in `family` or a new one.
+    /// Issues an access and a refresh token bound to `keyThumbprint`, in a new family or as the
+    /// next generation of `family`. A session has one access and one refresh token at a time:
+    /// the family's earlier ones are deleted here (a rotated refresh token is still recognised,
+    /// by its generation, see ``RefreshToken``).
     func issueTokens(
         profileID: String,
         keyThumbprint: String,
@@ -26,15 +29,27 @@ extension ServerStore {
         now: Double,
         _ db: Database
     ) throws -> TokenResponse {
-        let familyID = family ?? Data.random(count: 16).base64URLEncodedString
-        if family == nil {
+        let familyID: String
+        let generation: Int64
+        if let family {
+            familyID = family
+            generation =
+                try Int64.fetchOne(
+                    db,
+                    sql: "UPDATE families SET generation = generation + 1 WHERE id = ? RETURNING generation",
+                    arguments: [family]
+                ) ?? 0
+            try db.execute(sql: "DELETE FROM tokens WHERE family = ?", arguments: [family])
+        } else {
+            familyID = Data.random(count: 16).base64URLEncodedString
+            generation = 0
             try db.execute(
                 sql: "INSERT INTO families (id, profile_id, grant) VALUES (?, ?, ?)",
                 arguments: [familyID, profileID, grant]
             )
         }
         let access = Data.random(count: 32).base64URLEncodedString
-        let refresh = Data.random(count: 32).base64URLEncodedString
+        let refresh = RefreshToken(family: familyID, generation: generation).encoded(key: refreshTokenKey)
         for (token, kind, lifetime) in [
             (access, "access", tokenLifetimes.access), (refresh, "refresh", tokenLifetimes.refresh),
         ] {
@@ -134,35 +149,48 @@ extension ServerStore {
         case reused(profileID: String)
     }
 
-    /// Rotates a refresh token. Reuse of a rotated token revokes its whole family
-    /// (RFC 9700 §4.14.2): the refusal is committed with the revocation.
+    /// Rotates a refresh token. A rotated token presented again (an earlier generation of a
+    /// live family, authenticated by its MAC) revokes the whole family (RFC 9700 §4.14.2): the
+    /// refusal is committed with the revocation.
     func refresh(_ refreshToken: String, proof: ProofUse) async throws -> RefreshOutcome {
-        try await pool.write { db in
+        let notValid = ServerError.invalidGrant("The refresh token is not valid.")
+        guard let presented = RefreshToken(refreshToken, key: refreshTokenKey) else { return .refused(notValid) }
+        return try await pool.write { db in
             guard
-                let row = try Row.fetchOne(
+                let family = try Row.fetchOne(
                     db,
                     sql: """
-                        SELECT tokens.*, families.revoked AS family_revoked, profiles.expires_at AS profile_expires_at
-                        FROM tokens JOIN families ON families.id = tokens.family
-                        JOIN profiles ON profiles.id = tokens.profile_id
-                        WHERE tokens.hash = ? AND tokens.kind = 'refresh'
+                        SELECT families.*, profiles.key_thumbprint, profiles.expires_at AS profile_expires_at
+                        FROM families JOIN profiles ON profiles.id = families.profile_id WHERE families.id = ?
                         """,
-                    arguments: [Self.tokenHash(refreshToken)]
+                    arguments: [presented.family]
                 )
-            else { return .refused(.invalidGrant("The refresh token is not valid.")) }
-            guard row["key_thumbprint"] == proof.keyThumbprint else {
+            else { return .refused(notValid) }
+            guard family["key_thumbprint"] == proof.keyThumbprint else {
                 return .refused(.invalidGrant("The refresh token is bound to another device."))
             }
-            guard !(row["revoked"] as Bool), !(row["family_revoked"] as Bool) else {
-                return .refused(.invalidGrant("The refresh token was revoked."))
+            guard !(family["revoked"] as Bool) else { return .refused(.invalidGrant("The refresh token was revoked.")) }
+            let current: Int64 = family["generation"]
+            if presented.generation < current {
+                try self.record(proof, db)
+                try self.revokeFamily(presented.family, db)
+                return .reused(profileID: family["profile_id"])
             }
+            guard presented.generation == current,
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT * FROM tokens WHERE hash = ? AND kind = 'refresh'",
+                    arguments: [Self.tokenHash(refreshToken)]
+                )
+            else { return .refused(notValid) }
+            guard !(row["revoked"] as Bool) else { return .refused(.invalidGrant("The refresh token was revoked.")) }
             guard (row["expires_at"] as Double) > proof.now else {
                 return .refused(.invalidGrant("The refresh token expired."))
             }
             // Past the registration's validity the profile is over: it goes, and the device hears
             // the user was deregistered (it must register again).
-            if let registrationEnds = row["profile_expires_at"] as Double?, registrationEnds <= proof.now {
-                try self.deleteProfile(row["profile_id"], now: proof.now, db)
+            if let registrationEnds = family["profile_expires_at"] as Double?, registrationEnds <= proof.now {
+                try self.deleteProfile(family["profile_id"], now: proof.now, db)
                 return .refused(
                     .invalidGrant(
                         "The registration expired; register again.",
@@ -170,22 +198,13 @@ extension ServerStore {
                     )
                 )
             }
-            let family: String = row["family"]
             try self.record(proof, db)
-            if (row["used_at"] as Double?) != nil {
-                try self.revokeFamily(family, db)
-                return .reused(profileID: row["profile_id"])
-            }
-            try db.execute(
-                sql: "UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL",
-                arguments: [proof.now, row["hash"] as Data]
-            )
             return .rotated(
                 try self.issueTokens(
                     profileID: row["profile_id"],
                     keyThumbprint: row["key_thumbprint"],
                     scope: row["scope"],
-                    family: family,
+                    family: presented.family,
                     now: proof.now,
                     db
                 )

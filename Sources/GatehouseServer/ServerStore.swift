@@ -26,6 +26,9 @@ final class ServerStore: Sendable {
 
     /// Seconds a registration lasts, by application id (absent: for ever).
     let registrationValidity: [String: Int]
+    /// Authenticates refresh tokens: each names its family and generation, so a rotated one is
+    /// recognised as such without a row kept for it (see ``RefreshToken``).
+    let refreshTokenKey: SymmetricKey
 
     init(
         path: String,
@@ -44,6 +47,7 @@ final class ServerStore: Sendable {
         self.tokenLifetimes = tokenLifetimes
         self.maxFailures = maxFailures
         self.registrationValidity = registrationValidity
+        refreshTokenKey = SymmetricKey(data: try Self.secret("refresh-token", in: pool))
     }
 
     static var migrator: DatabaseMigrator {
@@ -225,7 +229,11 @@ final class ServerStore: Sendable {
             try db.alter(table: "tokens") { table in table.add(column: "issued_at", .double) }
             // The single-use credential a session came from (an authorization code's hash): its
             // replay revokes exactly the families that carry it.
-            try db.alter(table: "families") { table in table.add(column: "grant", .text) }
+            try db.alter(table: "families") { table in
+                table.add(column: "grant", .text)
+                // Refresh tokens rotate by generation: only the current one is stored.
+                table.add(column: "generation", .integer).notNull().defaults(to: 0)
+            }
             try db.create(index: "families_grant", on: "families", columns: ["grant"])
             // The sweep looks installations up by what hangs off them.
             try db.create(index: "flows_client_id", on: "flows", columns: ["client_id"])
@@ -297,7 +305,9 @@ final class ServerStore: Sendable {
     }
 
     /// The named secret, made (32 random bytes) the first time any instance asks for it.
-    func secret(_ name: String) throws -> Data {
+    func secret(_ name: String) throws -> Data { try Self.secret(name, in: pool) }
+
+    private static func secret(_ name: String, in pool: DatabasePool) throws -> Data {
         try pool.write { db in
             if let existing = try Data.fetchOne(
                 db,

@@ -17,15 +17,19 @@ struct CleanupTests {
             let client = try fixture.client()
             _ = try await register(client)
             for _ in 0..<3 { try await client.refreshSession() }
+            // A session holds one access and one refresh token whatever its rotations.
+            #expect(try fixture.count("tokens") == 2)
+            let profile = try #require(try await client.userProfiles().first)
+            try await client.authenticateUserImplicitly(profile)
             try await client.authenticateDevice()
-            #expect(try fixture.count("tokens") == 8)
+            #expect(try fixture.count("tokens") == 3)
             #expect(try fixture.count("client_tokens") == 1)
 
-            // Past the access tokens' 300 s: they go; the refresh tokens (rotated ones too, for
-            // reuse detection) stay, and the session still refreshes.
+            // Past the access tokens' 300 s: they go, and the implicit token's family with it;
+            // the refresh token stays, and the session still refreshes.
             clock.advance(by: 301)
             let first = try await server.removeExpiredState()
-            #expect(first.tokens == 4 && first.deviceTokens == 1 && first.families == 0)
+            #expect(first.tokens == 2 && first.deviceTokens == 1 && first.families == 1)
             try await client.refreshSession()
 
             // A logout revokes the family: it goes with all its tokens.
@@ -57,10 +61,10 @@ struct CleanupTests {
         try await withFixture(.embedded, clock: clock) { fixture in
             let server = try #require((fixture.transport.inner as? EmbeddedTokenServer)?.server)
             let client = try fixture.client()
-            _ = try await register(client)
-            for _ in 0..<14 { try await client.refreshSession() }
+            let profile = try await register(client)
+            for _ in 0..<14 { try await client.authenticateUserImplicitly(profile) }
             clock.advance(by: 301)
-            // The fixture's batch is 10: 15 expired access tokens take two sweeps.
+            // The fixture's batch is 10: 15 expired access tokens (14 implicit) take two sweeps.
             #expect(try await server.removeExpiredState().tokens == 10)
             #expect(try await server.removeExpiredState().tokens == 5)
         }

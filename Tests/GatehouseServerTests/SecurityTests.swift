@@ -192,6 +192,41 @@ struct SecurityTests {
         }
     }
 
+    @Test("a forged refresh token (another generation, a changed MAC) is not valid and revokes nothing")
+    func forgedRefreshToken() async throws {
+        try await withFixture(.embedded) { fixture in
+            let client = try fixture.client()
+            _ = try await register(client)
+            try await client.refreshSession()
+            let current = try #require(await client.sessionTokens).refreshToken
+            let parts = current.split(separator: ".").map(String.init)
+            #expect(parts.count == 3 && parts[1] == "1")
+            var tampered = Array(parts[2])
+            tampered[3] = tampered[3] == "A" ? "B" : "A"
+            for forged in [
+                "\(parts[0]).0.\(parts[2])", "\(parts[0]).1.\(String(tampered))", "\(parts[0]).01.\(parts[2])",
+                "other-family-000000000.0.\(parts[2])",
+            ] {
+                let url = fixture.transport.baseURL + Endpoint.token
+                let refused = try await fixture.send(
+                    "POST",
+                    Endpoint.token,
+                    body: Data("grant_type=refresh_token&refresh_token=\(forged)".utf8),
+                    headers: [
+                        "Content-Type": "application/x-www-form-urlencoded",
+                        "DPoP": try await client.dpopProof(method: "POST", url: url),
+                    ]
+                )
+                #expect(refused.status == 400, "\(forged)")
+                #expect(
+                    try WireCoding.decode(ErrorBody.self, from: refused.body).errorDescription.contains("not valid")
+                )
+            }
+            // None of them counted as a reuse: the session goes on.
+            try await client.refreshSession()
+        }
+    }
+
     @Test("a tampered, a foreign-device and an unbound access token are refused", arguments: Mode.allCases)
     func tokenBinding(mode: Mode) async throws {
         try await withFixture(mode) { fixture in
