@@ -5,6 +5,7 @@
 //
 //   swift build -c release --product gatehouse && swift build -c release --product gatehouse-bench
 //   .build/release/gatehouse-bench [--seconds 5] [--levels 1,8,64] [--operations pin,refresh,push]
+//   .build/release/gatehouse-bench --operations steady --seconds 600 --levels 16   (table growth)
 
 import BiometricAuthenticator
 import Crypto
@@ -33,7 +34,7 @@ while let argument = arguments.popFirst() {
     default:
         FileHandle.standardError.write(
             Data(
-                "usage: gatehouse-bench [--seconds S] [--levels 1,8,64] [--manifest FILE] [--operations pin,refresh,push]\n"
+                "usage: gatehouse-bench [--seconds S] [--levels 1,8,64] [--manifest FILE] [--operations pin,refresh,push,steady]\n"
                     .utf8
             )
         )
@@ -258,6 +259,14 @@ if operations.contains("refresh") {
     try await report("Refresh grants (rotation with reuse detection)", floor: refreshFloor) { client, _ in
         try await client.refreshSession()
     }
+}
+if operations.contains("steady") {
+    try await steadyRefreshLoad(
+        clients: clients,
+        database: scratch.appendingPathComponent("server.sqlite").path,
+        seconds: seconds,
+        serverPID: serve.processIdentifier
+    )
 }
 if operations.contains("push") {
     try await benchmarkPushRoundTrip(

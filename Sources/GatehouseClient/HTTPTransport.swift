@@ -51,5 +51,13 @@ public struct HTTPTransport: TokenServerTransport {
 
     /// The server's answer as it is: redirects are returned, not followed (a token server sends
     /// none, and the hosted login's redirect belongs to the app).
-    static let session = URLSession(configuration: .default, delegate: RedirectsNotFollowed(), delegateQueue: nil)
+    /// Follows no redirect and keeps no cookie: every request carries exactly what the SDK put in
+    /// it (a web session the server opens belongs to the user's browser, not to the app).
+    static let session: URLSession = {
+        let configuration = URLSessionConfiguration.default
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        return URLSession(configuration: configuration, delegate: RedirectsNotFollowed(), delegateQueue: nil)
+    }()
 }

@@ -19,6 +19,14 @@ public enum ResourceAccess: Sendable, Equatable {
     case anonymous
 }
 
+/// Where to send the browser to land on a web page signed in (``UserClient/appToWebSingleSignOn(targetURL:)``).
+public struct AppToWebSingleSignOn: Sendable, Equatable {
+    /// Open this in the browser: it redeems the one-time token and goes on to the target.
+    public var redirectURL: URL
+    /// The one-time login token the redirect carries (single use, valid for a minute).
+    public var token: String
+}
+
 /// A resource server's answer.
 public struct ResourceResponse: Sendable {
     public var status: Int
@@ -81,6 +89,26 @@ extension UserClient {
             token = try await calls.call("POST", Endpoint.token, body: request, key: device.key)
         }
         deviceSession = DeviceSession(key: device.key, token: token)
+    }
+
+    /// App-to-web single sign-on: a one-time login for `targetURL`, which must be among the
+    /// application's web login targets. The authenticated user's browser opens `redirectURL`
+    /// and lands on the target signed in.
+    public func appToWebSingleSignOn(targetURL: URL) async throws -> AppToWebSingleSignOn {
+        guard session != nil else { throw AppToWebSingleSignOnError(.userNotAuthenticated) }
+        let response: WebLoginResponse = try await authorized { token, key in
+            try await self.calls.call(
+                "POST",
+                Endpoint.webLogin,
+                body: WebLoginRequest(targetURL: targetURL.absoluteString),
+                key: key,
+                accessToken: token
+            )
+        }
+        guard let redirect = URL(string: response.redirectURL) else {
+            throw GenericError(.requestInvalid, message: "The server's sign-in address is malformed.")
+        }
+        return AppToWebSingleSignOn(redirectURL: redirect, token: response.token)
     }
 
     /// The `Authorization` and `DPoP` headers for a request to one of the app's resource servers
@@ -170,12 +198,13 @@ extension UserClient {
     }
 }
 
-/// The URL session resource calls share; it follows no redirects (a token must not travel to
-/// wherever a redirect points).
+/// The URL session resource calls share: it follows no redirect (a token must not travel to
+/// wherever a redirect points) and keeps no cookie (the token is the only credential sent).
 enum ResourceSession {
-    static let shared = URLSession(
-        configuration: .ephemeral,
-        delegate: RedirectsNotFollowed(),
-        delegateQueue: nil
-    )
+    static let shared: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        return URLSession(configuration: configuration, delegate: RedirectsNotFollowed(), delegateQueue: nil)
+    }()
 }

@@ -31,6 +31,7 @@ enum WireErrors {
             )
                 ?? match(RegistrationDomain.self) ?? match(DeregistrationDomain.self)
                 ?? match(MobileAuthRequestDomain.self) ?? match(MobileAuthEnrollmentDomain.self)
+                ?? match(AppToWebSingleSignOnDomain.self)
             {
                 return known
             }

@@ -39,7 +39,8 @@ struct Gatehouse: AsyncParsableCommand {
         abstract: "Gatehouse token server, demo and device commands.",
         subcommands: [
             Serve.self, Demo.self, Register.self, Login.self, Profiles.self, Deregister.self, Authenticators.self,
-            ChangePin.self, Fetch.self, XignIn.self, DeviceCommands.self, PortalCommands.self, UserCommands.self,
+            ChangePin.self, Fetch.self, WebLogin.self, XignIn.self, DeviceCommands.self, PortalCommands.self,
+            UserCommands.self,
         ]
     )
 }

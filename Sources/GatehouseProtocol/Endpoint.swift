@@ -10,6 +10,12 @@ public enum Endpoint {
     public static let token = "/v1/token"
     public static let revoke = "/v1/revoke"
     public static let introspect = "/v1/introspect"
+    /// App-to-web single sign-on: a one-time login token for a web address.
+    public static let webLogin = "/v1/web-login"
+    /// Where the browser redeems the login token (it lands on the target, signed in).
+    public static let webSignIn = "/web/sign-in"
+    /// The page the server hosts for a web session: who is signed in.
+    public static let webSession = "/web/session"
     public static let metadata = "/.well-known/oauth-authorization-server"
     public static let deregister = "/v1/deregister"
     public static let profileResource = "/v1/resource/profile"
@@ -38,7 +44,8 @@ public enum Endpoint {
     /// Every path the token server serves, flows as their template.
     public static let all: [String] = [
         health, configuration, clients, registration, authentication, changePin, flowPrefix + "{flowID}", token, revoke,
-        introspect, metadata, deregister, profileResource, authenticators, authenticatorRegistration,
+        introspect, metadata, webLogin, webSignIn, webSession, deregister, profileResource, authenticators,
+        authenticatorRegistration,
         authenticatorDeregistration,
         mobileAuthEnrolment, mobileAuthStatus, pushEnrolment, pushToken, mobileAuthPending, mobileAuthEvents,
         mobileAuthTransactionPrefix + "{transactionID}", mobileAuthTransactionPrefix + "{transactionID}/answer",

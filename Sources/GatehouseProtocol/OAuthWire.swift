@@ -262,3 +262,29 @@ public protocol TokenIntrospecting: Sendable {
     /// What the token server says of `token` now (RFC 7662); inactive for anything unknown.
     func introspect(_ token: String) async throws -> IntrospectionResponse
 }
+
+/// `POST /v1/web-login` (the user's access token, DPoP): a one-time login token for a web page.
+public struct WebLoginRequest: Codable, Sendable {
+    public var targetURL: String
+    public init(targetURL: String) { self.targetURL = targetURL }
+    enum CodingKeys: String, CodingKey { case targetURL = "target_url" }
+}
+
+/// The browser opens `redirectURL` (it carries `token`) and lands on the target, signed in.
+public struct WebLoginResponse: Codable, Sendable, Equatable {
+    public var redirectURL: String
+    public var token: String
+    public var expiresIn: Int
+
+    public init(redirectURL: String, token: String, expiresIn: Int) {
+        self.redirectURL = redirectURL
+        self.token = token
+        self.expiresIn = expiresIn
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case redirectURL = "redirect_url"
+        case token
+        case expiresIn = "expires_in"
+    }
+}

@@ -21,6 +21,10 @@ public struct ServerConfiguration: Decodable, Sendable {
         /// Whether the app may register users statelessly: one session kept in memory, no
         /// profile stored on the device, no authenticators, no mobile authentication.
         public var statelessRegistration: Bool
+        /// App-to-web single sign-on: the web addresses a signed-in user may be sent to, each an
+        /// `http(s)://host[:port]/path` the target must match in scheme, host and port and start
+        /// with in its path. Empty (the default): single sign-on is off.
+        public var webLoginTargets: [String]
 
         public init(
             id: String,
@@ -29,7 +33,8 @@ public struct ServerConfiguration: Decodable, Sendable {
             implicitScopes: [String] = [],
             deviceScopes: [String] = [],
             registrationValidity: Int? = nil,
-            statelessRegistration: Bool = false
+            statelessRegistration: Bool = false,
+            webLoginTargets: [String] = []
         ) {
             self.id = id
             self.defaultScopes = defaultScopes
@@ -38,11 +43,12 @@ public struct ServerConfiguration: Decodable, Sendable {
             self.deviceScopes = deviceScopes
             self.registrationValidity = registrationValidity
             self.statelessRegistration = statelessRegistration
+            self.webLoginTargets = webLoginTargets
         }
 
         private enum CodingKeys: String, CodingKey {
             case id, defaultScopes, allowedScopes, implicitScopes, deviceScopes, registrationValidity
-            case statelessRegistration
+            case statelessRegistration, webLoginTargets
         }
 
         public init(from decoder: any Decoder) throws {
@@ -63,6 +69,18 @@ public struct ServerConfiguration: Decodable, Sendable {
                 throw container.invalid(.registrationValidity, "expected 60 to 315360000 seconds, found \(validity)")
             }
             statelessRegistration = try container.decode(Bool.self, forKey: .statelessRegistration, default: false)
+            webLoginTargets = try container.decode([String].self, forKey: .webLoginTargets, default: [])
+            for target in webLoginTargets {
+                guard let url = URLComponents(string: target), ["http", "https"].contains(url.scheme ?? ""),
+                    url.host?.isEmpty == false, url.user == nil, url.query == nil, url.fragment == nil,
+                    url.path.hasPrefix("/")
+                else {
+                    throw container.invalid(
+                        .webLoginTargets,
+                        "expected http(s)://host[:port]/path, found \"\(target)\""
+                    )
+                }
+            }
             for (key, scopes) in [(CodingKeys.allowedScopes, allowedScopes), (.deviceScopes, deviceScopes)] {
                 for scope in scopes where !Self.isScopeToken(scope) {
                     throw container.invalid(
@@ -107,6 +125,8 @@ public struct ServerConfiguration: Decodable, Sendable {
     public var requireDPoPNonce: Bool
     /// Resource servers (APIs) that may introspect tokens (RFC 7662), with HTTP Basic credentials.
     public var resourceServers: [ResourceServer]
+    /// Seconds a web session opened by app-to-web single sign-on lasts (60–86400, default 3600).
+    public var webSessionLifetime: Int
     /// Seconds between sweeps of expired state (1–3600, default 60).
     public var cleanupInterval: Int
     /// Rows of each kind one sweep removes at most (10–100000, default 1000).
@@ -140,7 +160,7 @@ public struct ServerConfiguration: Decodable, Sendable {
     private enum CodingKeys: String, CodingKey {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
             maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL, requireDPoPNonce, resourceServers,
-            cleanupInterval, cleanupBatch, idleInstallationLifetime
+            cleanupInterval, cleanupBatch, idleInstallationLifetime, webSessionLifetime
     }
 
     public init() {
@@ -156,6 +176,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         publicURL = nil
         requireDPoPNonce = false
         resourceServers = []
+        webSessionLifetime = 3600
         cleanupInterval = 60
         cleanupBatch = 1000
         idleInstallationLifetime = 30 * 86400
@@ -193,6 +214,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         }
         requireDPoPNonce = try container.decode(Bool.self, forKey: .requireDPoPNonce, default: false)
         resourceServers = try container.decode([ResourceServer].self, forKey: .resourceServers, default: [])
+        webSessionLifetime = try container.decode(Int.self, forKey: .webSessionLifetime, default: 3600, in: 60...86400)
         cleanupInterval = try container.decode(Int.self, forKey: .cleanupInterval, default: 60, in: 1...3600)
         cleanupBatch = try container.decode(Int.self, forKey: .cleanupBatch, default: 1000, in: 10...100_000)
         idleInstallationLifetime = try container.decode(

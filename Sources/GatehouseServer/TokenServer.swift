@@ -196,6 +196,15 @@ public final class TokenServer: Sendable {
         case Endpoint.metadata:
             try require("GET", request)
             return try json(metadata())
+        case Endpoint.webLogin:
+            try require("POST", request)
+            return try await issueWebLogin(request)
+        case Endpoint.webSignIn:
+            try require("GET", request)
+            return try await redeemWebLogin(request)
+        case Endpoint.webSession:
+            try require("GET", request)
+            return try await webSessionPage(request)
         case Endpoint.deregister:
             try require("POST", request)
             return try await deregister(request)

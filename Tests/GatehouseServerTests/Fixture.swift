@@ -184,6 +184,7 @@ struct Fixture {
                   deviceScopes: [catalogue]
                   statelessRegistration: true
                   registrationValidity: 3600
+                  webLoginTargets: ["https://shop.example/account/"]
                 - id: plain-app
               resourceServers:
                 - {id: gateway, secret: \(Fixture.gatewaySecret)}

@@ -71,3 +71,37 @@ struct Fetch: AsyncParsableCommand {
         }
     }
 }
+
+/// `gatehouse web-login`: app-to-web single sign-on from the terminal.
+struct WebLogin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "web-login",
+        abstract: "Authenticate with the PIN, then open a web page signed in (app-to-web single sign-on)."
+    )
+
+    @OptionGroup var device: DeviceOptions
+    @OptionGroup var manifest: ManifestOptions
+
+    @Argument(help: "The web page to land on; it must be among the application's webLoginTargets.")
+    var target: String = "http://127.0.0.1:8080/web/session"
+
+    @Option(help: "The profile (default: the only one on this device).")
+    var profile: String?
+
+    func run() async throws {
+        guard let targetURL = URL(string: target) else { throw ValidationError("\(target) is not a URL.") }
+        do {
+            let client = try CommandSupport.client(device, manifest: manifest)
+            let chosen = try await CommandSupport.profile(profile, of: client)
+            _ = try await client.authenticateUser(chosen, delegate: TerminalDelegate())
+            let login = try await client.appToWebSingleSignOn(targetURL: targetURL)
+            await client.logout()
+            CommandSupport.output("Open within a minute (it works once):\n  \(login.redirectURL.absoluteString)")
+            SystemBrowser.open(login.redirectURL)
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw CommandSupport.fail(error)
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import GRDB
+import GatehouseProtocol
+
+// App-to-web single sign-on: one-time login tokens and the browser sessions they open.
+
+extension ServerStore {
+    /// Issues a login token for the session's user and `target`; the access token is checked
+    /// and the proof recorded in the same transaction.
+    func issueWebLogin(
+        accessToken: String,
+        proof: ProofUse,
+        target: String,
+        lifetime: Double
+    ) async throws -> String {
+        try await pool.write { db in
+            let session = try self.accessSession(accessToken, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
+            try self.record(proof, db)
+            let token = Data.random(count: 32).base64URLEncodedString
+            try db.execute(
+                sql: "INSERT INTO web_login_tokens (hash, profile_id, target, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [Self.tokenHash(token), session.profileID, target, proof.now + lifetime]
+            )
+            return token
+        }
+    }
+
+    /// Spends a login token (once, before it expires) and opens a web session for its user.
+    /// Returns the target and the session's secret, or nil when the token is not valid.
+    func redeemWebLogin(
+        _ token: String,
+        now: Double,
+        sessionLifetime: Double
+    ) async throws -> (
+        target: String, session: String
+    )? {
+        try await pool.write { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "DELETE FROM web_login_tokens WHERE hash = ? RETURNING profile_id, target, expires_at",
+                    arguments: [Self.tokenHash(token)]
+                ), (row["expires_at"] as Double) > now
+            else { return nil }
+            let session = Data.random(count: 32).base64URLEncodedString
+            try db.execute(
+                sql: "INSERT INTO web_sessions (hash, profile_id, expires_at) VALUES (?, ?, ?)",
+                arguments: [Self.tokenHash(session), row["profile_id"] as String, now + sessionLifetime]
+            )
+            return (row["target"], session)
+        }
+    }
+
+    /// The application (manifest id) of a profile's installation.
+    func appID(ofProfile profileID: String) async throws -> String? {
+        try await pool.read { db in
+            try String.fetchOne(
+                db,
+                sql:
+                    "SELECT clients.app_id FROM profiles JOIN clients ON clients.id = profiles.client_id WHERE profiles.id = ?",
+                arguments: [profileID]
+            )
+        }
+    }
+
+    /// The user of a live web session.
+    func webSessionUser(_ session: String, now: Double) async throws -> (subject: String, identityProvider: String)? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT profiles.subject, profiles.identity_provider FROM web_sessions
+                    JOIN profiles ON profiles.id = web_sessions.profile_id
+                    WHERE web_sessions.hash = ? AND web_sessions.expires_at > ?
+                    """,
+                arguments: [Self.tokenHash(session), now]
+            ).map { ($0["subject"], $0["identity_provider"]) }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import GatehouseTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("gatehouse web-login")
+struct WebLoginCommandTests {
+    @Test("the PIN, then a one-time link that lands a browser on the server's page signed in")
+    func webLogin() async throws {
+        let directory = try scratchDirectory("gatehouse-web-login")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try #require(LoopbackPort.free())
+        let example = try String(
+            contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
+            encoding: .utf8
+        )
+        let manifest = directory.appendingPathComponent("server.yaml")
+        try example.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)")
+            .write(to: manifest, atomically: true, encoding: .utf8)
+        let server = try Session(
+            [
+                "serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "\(port)",
+                "--manifest", manifest.path,
+            ]
+        )
+        defer { server.process.terminate() }
+        _ = try await server.waitFor("listening on http://")
+        let url = "http://127.0.0.1:\(port)"
+        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
+        try await registerOverCommandLine(device + ["--manifest", manifest.path])
+
+        let login = try Session(["web-login", "\(url)/web/session"] + device + ["--manifest", manifest.path])
+        _ = try await login.waitFor("PIN")
+        login.type("258147")
+        #expect(try await login.finish() == 0, "\(login.errors.withLock { $0 })")
+        let printed = login.output.withLock { $0 }
+        let start = try #require(printed.range(of: "\(url)/web/sign-in?token="))
+        let link = try #require(URL(string: String(printed[start.lowerBound...].prefix { !$0.isWhitespace })))
+
+        // A browser: follows the redirect and keeps the cookie.
+        let browser = URLSession(configuration: .ephemeral)
+        defer { browser.finishTasksAndInvalidate() }
+        let (page, response) = try await browser.data(from: link)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(String(decoding: page, as: UTF8.self).contains("Signed in as ann@example.com"))
+        // The link worked once.
+        let (_, again) = try await URLSession(configuration: .ephemeral).data(from: link)
+        #expect((again as? HTTPURLResponse)?.statusCode == 400)
+    }
+}
