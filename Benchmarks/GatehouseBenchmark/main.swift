@@ -82,7 +82,10 @@ struct BenchmarkDelegate: RegistrationDelegate, AuthenticationDelegate {
     func pin(_ challenge: PinChallenge) -> PinResponse { .pin(PIN("258147")) }
 }
 
-let manifest = try ManifestLoader.jsonAndYAML.load(path: manifestPath, additionalSections: ["server", "xignin"])
+let manifest = try ManifestLoader.jsonAndYAML.load(
+    path: manifestPath,
+    additionalSections: ["server", "xignin", "login"]
+)
 var quiet = Logger(label: "gatehouse.bench")
 quiet.logLevel = .warning
 // The demo manifest names the command line's simulated biometric sensor; the benchmark gives it one.

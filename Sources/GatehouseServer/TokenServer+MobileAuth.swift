@@ -221,30 +221,17 @@ extension TokenServer {
         _ request: WireRequest,
         _ mobileAuth: MobileAuthConfiguration
     ) throws -> MobileAuthConfiguration.APIClient {
-        // No `WWW-Authenticate: Basic` challenge: URLSession on Linux waits forever on one it has
-        // no credential for (swift-corelibs-foundation#5456); the OAuth error body says what to do.
-        let refusal = ServerError(
-            401,
-            "invalid_client",
-            "Authenticate the API client with HTTP Basic credentials (Authorization: Basic base64(id:secret))."
+        let index = try basicCredential(
+            request,
+            among: mobileAuth.apiClients.map { ($0.id, $0.secret) },
+            formEncoded: false,
+            refusal: ServerError(
+                401,
+                "invalid_client",
+                "Authenticate the API client with HTTP Basic credentials (Authorization: Basic base64(id:secret))."
+            )
         )
-        guard let header = request.header("Authorization"), header.utf8.count <= 1024,
-            header.lowercased().hasPrefix("basic "),
-            let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-            let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
-        else { throw refusal }
-        // Every client is compared, by SHA-256 digests of equal length, so timing tells nothing about
-        // which id exists or how long its secret is.
-        let id = Data(SHA256.hash(data: Data(text[..<colon].utf8)))
-        let secret = Data(SHA256.hash(data: Data(text[text.index(after: colon)...].utf8)))
-        var found: MobileAuthConfiguration.APIClient?
-        for client in mobileAuth.apiClients {
-            let idMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(client.id.utf8))), id)
-            let secretMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(client.secret.utf8))), secret)
-            if idMatches && secretMatches { found = client }
-        }
-        guard let found else { throw refusal }
-        return found
+        return mobileAuth.apiClients[index]
     }
 
     func startPortalMobileAuth(_ request: WireRequest) async throws -> WireResponse {

@@ -147,32 +147,18 @@ extension TokenServer: TokenIntrospecting {
 
     /// The resource server whose HTTP Basic credentials the request carries.
     private func authenticatedResourceServer(_ request: WireRequest) throws -> String {
-        // No `WWW-Authenticate: Basic` challenge: URLSession on Linux waits forever on one it has
-        // no credential for (swift-corelibs-foundation#5456); the error body says what to do.
-        let refusal = ServerError(
-            401,
-            "invalid_client",
-            "Authenticate the resource server with HTTP Basic credentials (server.resourceServers)."
+        let servers = configuration.resourceServers
+        let index = try basicCredential(
+            request,
+            among: servers.map { ($0.id, $0.secret) },
+            formEncoded: true,
+            refusal: ServerError(
+                401,
+                "invalid_client",
+                "Authenticate the resource server with HTTP Basic credentials (server.resourceServers)."
+            )
         )
-        guard let header = request.header("Authorization"), header.utf8.count <= 1024,
-            header.lowercased().hasPrefix("basic "),
-            let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-            let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
-        else { throw refusal }
-        // RFC 6749 §2.3.1: the id and secret are form-encoded before Basic encoding.
-        let id = String(text[..<colon]).removingPercentEncoding ?? ""
-        let secret = String(text[text.index(after: colon)...]).removingPercentEncoding ?? ""
-        // Every configured server is compared, by digests of equal length, in constant time.
-        let idDigest = Data(SHA256.hash(data: Data(id.utf8)))
-        let secretDigest = Data(SHA256.hash(data: Data(secret.utf8)))
-        var found: String?
-        for server in configuration.resourceServers {
-            let idMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(server.id.utf8))), idDigest)
-            let secretMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(server.secret.utf8))), secretDigest)
-            if idMatches && secretMatches { found = server.id }
-        }
-        guard let found else { throw refusal }
-        return found
+        return servers[index].id
     }
 
     // MARK: - Metadata (RFC 8414)

@@ -20,13 +20,7 @@ private struct BrowserRegistration {
         let port = try #require(LoopbackPort.free())
         // The example manifest, with this test's server address; the redirect listener takes a
         // port the system picks, whatever port the manifest's loopback redirect URI names.
-        let example = try String(
-            contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
-            encoding: .utf8
-        )
-        let manifest = directory.appendingPathComponent("server.yaml")
-        try example.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)")
-            .write(to: manifest, atomically: true, encoding: .utf8)
+        let manifest = try exampleManifest(in: directory, port: port)
         let database = directory.appendingPathComponent("server.sqlite").path
         let common = ["--manifest", manifest.path]
 

@@ -119,3 +119,16 @@ func registerOverCommandLine(_ device: [String], email: String = "ann@example.co
     }
     return register.output.withLock { $0 }
 }
+
+/// Examples/manifests/server.yaml written into `directory` with its `127.0.0.1:8080` addresses
+/// (the server's own, the browser's, the allowed web login target) on `port`.
+func exampleManifest(in directory: URL, port: Int) throws -> URL {
+    let example = try String(
+        contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
+        encoding: .utf8
+    )
+    let manifest = directory.appendingPathComponent("server.yaml")
+    try example.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)")
+        .write(to: manifest, atomically: true, encoding: .utf8)
+    return manifest
+}

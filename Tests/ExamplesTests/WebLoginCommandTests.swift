@@ -13,13 +13,7 @@ struct WebLoginCommandTests {
         let directory = try scratchDirectory("gatehouse-web-login")
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try #require(LoopbackPort.free())
-        let example = try String(
-            contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
-            encoding: .utf8
-        )
-        let manifest = directory.appendingPathComponent("server.yaml")
-        try example.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)")
-            .write(to: manifest, atomically: true, encoding: .utf8)
+        let manifest = try exampleManifest(in: directory, port: port)
         let server = try Session(
             [
                 "serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "\(port)",

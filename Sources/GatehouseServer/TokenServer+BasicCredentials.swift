@@ -1,0 +1,46 @@
+import Crypto
+import Foundation
+import GatehouseKernel
+import GatehouseProtocol
+
+extension TokenServer {
+    /// The position in `credentials` of the id and secret the request's `Authorization: Basic`
+    /// header carries; throws `refusal` when it carries none that match. Every configured pair is
+    /// compared, by SHA-256 digests of equal length, so timing tells nothing about which id exists
+    /// or how long its secret is. With `formEncoded` (OAuth clients, RFC 6749 §2.3.1) the id and
+    /// secret are percent-decoded first.
+    ///
+    /// No `WWW-Authenticate: Basic` challenge goes with the refusal: URLSession on Linux waits
+    /// forever on one it has no credential for (swift-corelibs-foundation#5456); the error body
+    /// says what to send.
+    func basicCredential(
+        _ request: WireRequest,
+        among credentials: [(id: String, secret: String)],
+        formEncoded: Bool,
+        refusal: ServerError
+    ) throws -> Int {
+        guard let header = request.header("Authorization"), header.utf8.count <= 1024,
+            header.lowercased().hasPrefix("basic "),
+            let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+            let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        else { throw refusal }
+        var id = String(text[..<colon])
+        var secret = String(text[text.index(after: colon)...])
+        if formEncoded {
+            guard let decodedID = id.removingPercentEncoding, let decodedSecret = secret.removingPercentEncoding else {
+                throw refusal
+            }
+            (id, secret) = (decodedID, decodedSecret)
+        }
+        let idDigest = Data(SHA256.hash(data: Data(id.utf8)))
+        let secretDigest = Data(SHA256.hash(data: Data(secret.utf8)))
+        var found: Int?
+        for (index, credential) in credentials.enumerated() {
+            let idMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(credential.id.utf8))), idDigest)
+            let secretMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(credential.secret.utf8))), secretDigest)
+            if idMatches && secretMatches { found = index }
+        }
+        guard let found else { throw refusal }
+        return found
+    }
+}
