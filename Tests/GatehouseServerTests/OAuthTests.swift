@@ -269,6 +269,14 @@ struct OAuthTests {
             #expect(error.error == "invalid_client_metadata")
             #expect(error.gatehouseCode == GenericError.Code.configurationInvalid.rawValue)
             #expect(try fixture.count("clients") == 0)
+            // The SDK reports a configuration problem and keeps what it has.
+            let misconfigured = try fixture.client("misconfigured", appID: "no-such-app")
+            do {
+                _ = try await misconfigured.registerUser(delegate: ScriptedResponder([]))
+                Issue.record("an unknown application registered")
+            } catch let error as GenericError {
+                #expect(error.code == .configurationInvalid)
+            }
         }
     }
 
