@@ -11,7 +11,6 @@ import Logging
 /// codes it issues (``redeem(code:clientID:redirectURI:verifier:)``) for the `idp.browser` plugin.
 public final class LoginServer: ServerExtension, BrowserLoginService {
     public var pathPrefix: String { "/login/" }
-    public var authorizationPath: String? { Self.authorizePath }
     public static let authorizePath = "/login/authorize"
     public static let consentPath = "/login/consent"
 

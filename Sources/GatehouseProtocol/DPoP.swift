@@ -39,8 +39,13 @@ public struct PublicJWK: Codable, Hashable, Sendable {
         return key
     }
 
-    /// The key for any supported curve, when this is a valid key.
+    /// The key for any supported curve, when this is a valid key whose coordinates are in
+    /// canonical base64url (one key, one thumbprint).
     public func verifyingKey() -> DPoP.VerifyingKey? {
+        func canonical(_ text: String?) -> Bool {
+            text.map { Data(base64URLEncoded: $0)?.base64URLEncodedString == $0 } ?? true
+        }
+        guard canonical(x), canonical(y) else { return nil }
         switch (kty, crv) {
         case ("EC", "P-256"):
             guard let x = Data(base64URLEncoded: x), let y = y.flatMap({ Data(base64URLEncoded: $0) }), x.count == 32,
@@ -261,8 +266,16 @@ public enum DPoP {
         else { throw Refusal(reason: "the DPoP proof is not a compact JWS") }
         let decoder = JSONDecoder()
         guard let header = try? decoder.decode(Header.self, from: headerData),
-            let claims = try? decoder.decode(Claims.self, from: claimsData)
+            let claims = try? decoder.decode(Claims.self, from: claimsData),
+            let rawHeader = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
+            let rawKey = rawHeader["jwk"] as? [String: Any]
         else { throw Refusal(reason: "the DPoP proof's header or claims are malformed") }
+        // RFC 9449 §4.3: the jwk is a public key only; and no extension this server does not
+        // understand may be critical (RFC 7515 §4.1.11).
+        guard ["d", "p", "q", "dp", "dq", "qi", "k"].allSatisfy({ rawKey[$0] == nil }) else {
+            throw Refusal(reason: "the DPoP proof's jwk holds a private key")
+        }
+        guard rawHeader["crit"] == nil else { throw Refusal(reason: "the DPoP proof names critical extensions") }
         guard header.typ == "dpop+jwt" else { throw Refusal(reason: "the DPoP proof must have typ dpop+jwt") }
         guard algorithms.contains(header.alg) else {
             throw Refusal(reason: "the DPoP proof's alg must be one of \(algorithms.joined(separator: ", "))")
@@ -283,7 +296,8 @@ public enum DPoP {
         guard abs(issuedAt.timeIntervalSince(now)) <= allowedClockSkew else {
             throw Refusal(reason: "the DPoP proof is too old or from the future; check the device clock")
         }
-        guard (16...64).contains(claims.jti.utf8.count) else {
+        guard (16...64).contains(claims.jti.utf8.count), claims.jti.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else {
             throw Refusal(reason: "the DPoP proof's jti is malformed")
         }
         if let accessToken {

@@ -151,11 +151,9 @@ public struct IntrospectionResponse: Codable, Sendable, Equatable {
 /// RFC 8414 authorization server metadata, at `/.well-known/oauth-authorization-server`.
 public struct AuthorizationServerMetadata: Codable, Sendable, Equatable {
     public var issuer: String
-    public var authorizationEndpoint: String?
     public var tokenEndpoint: String
     public var revocationEndpoint: String
     public var introspectionEndpoint: String
-    public var registrationEndpoint: String
     public var responseTypesSupported: [String]
     public var grantTypesSupported: [String]
     public var scopesSupported: [String]
@@ -167,11 +165,9 @@ public struct AuthorizationServerMetadata: Codable, Sendable, Equatable {
 
     public init(
         issuer: String,
-        authorizationEndpoint: String?,
         tokenEndpoint: String,
         revocationEndpoint: String,
         introspectionEndpoint: String,
-        registrationEndpoint: String,
         responseTypesSupported: [String],
         grantTypesSupported: [String],
         scopesSupported: [String],
@@ -182,11 +178,9 @@ public struct AuthorizationServerMetadata: Codable, Sendable, Equatable {
         dpopSigningAlgValuesSupported: [String]
     ) {
         self.issuer = issuer
-        self.authorizationEndpoint = authorizationEndpoint
         self.tokenEndpoint = tokenEndpoint
         self.revocationEndpoint = revocationEndpoint
         self.introspectionEndpoint = introspectionEndpoint
-        self.registrationEndpoint = registrationEndpoint
         self.responseTypesSupported = responseTypesSupported
         self.grantTypesSupported = grantTypesSupported
         self.scopesSupported = scopesSupported
@@ -199,11 +193,9 @@ public struct AuthorizationServerMetadata: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case issuer
-        case authorizationEndpoint = "authorization_endpoint"
         case tokenEndpoint = "token_endpoint"
         case revocationEndpoint = "revocation_endpoint"
         case introspectionEndpoint = "introspection_endpoint"
-        case registrationEndpoint = "registration_endpoint"
         case responseTypesSupported = "response_types_supported"
         case grantTypesSupported = "grant_types_supported"
         case scopesSupported = "scopes_supported"

@@ -144,14 +144,6 @@ public struct AccessValidator<Introspector: TokenIntrospecting>: Sendable {
         guard ConstantTime.equals(jkt, proof.keyThumbprint) else {
             throw refusal(401, "invalid_token", "The access token is bound to another key.", now: now)
         }
-        // The proof is spent only once everything else holds: a refused request spends nothing.
-        let seconds = now.timeIntervalSince1970
-        let proofID = proof.keyThumbprint + ":" + proof.jti
-        switch proofs.insert(proofID, expiresAt: seconds + 2 * DPoP.allowedClockSkew, now: seconds) {
-        case .inserted: break
-        case .seen: throw refusal(401, "invalid_dpop_proof", "The DPoP proof was already used.", now: now)
-        case .full: throw refusal(503, "temporarily_unavailable", "Too many requests at once; try again.", now: now)
-        }
         guard requirement.kinds.contains(kind) else {
             let accepted = requirement.kinds.map(\.rawValue).sorted().joined(separator: ", ")
             throw refusal(
@@ -167,6 +159,14 @@ public struct AccessValidator<Introspector: TokenIntrospecting>: Sendable {
             var refused = refusal(403, "insufficient_scope", "The token lacks the scope \(missing).", now: now)
             refused.challenge += #", scope="\#(requirement.scopes.sorted().joined(separator: " "))""#
             throw refused
+        }
+        // The proof is spent only once everything else holds: a refused request spends nothing.
+        let seconds = now.timeIntervalSince1970
+        let proofID = proof.keyThumbprint + ":" + proof.jti
+        switch proofs.insert(proofID, expiresAt: seconds + 2 * DPoP.allowedClockSkew, now: seconds) {
+        case .inserted: break
+        case .seen: throw refusal(401, "invalid_dpop_proof", "The DPoP proof was already used.", now: now)
+        case .full: throw refusal(503, "temporarily_unavailable", "Too many requests at once; try again.", now: now)
         }
         return VerifiedAccess(
             subject: answer.sub,

@@ -5,12 +5,5 @@ public import GatehouseProtocol
 public protocol ServerExtension: Sendable {
     /// The paths it serves start with this, e.g. `/xignin/`.
     var pathPrefix: String { get }
-    /// The path of the OAuth authorization endpoint it serves, if it is a login: the server's
-    /// metadata names it (RFC 8414 `authorization_endpoint`).
-    var authorizationPath: String? { get }
     func handle(_ request: WireRequest) async -> WireResponse
-}
-
-extension ServerExtension {
-    public var authorizationPath: String? { nil }
 }

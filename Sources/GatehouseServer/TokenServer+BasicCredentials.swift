@@ -27,7 +27,10 @@ extension TokenServer {
         var id = String(text[..<colon])
         var secret = String(text[text.index(after: colon)...])
         if formEncoded {
-            guard let decodedID = id.removingPercentEncoding, let decodedSecret = secret.removingPercentEncoding else {
+            // Form encoding: `+` is a space.
+            guard let decodedID = id.replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
+                let decodedSecret = secret.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+            else {
                 throw refusal
             }
             (id, secret) = (decodedID, decodedSecret)

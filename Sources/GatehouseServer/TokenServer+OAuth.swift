@@ -64,9 +64,10 @@ extension TokenServer: TokenIntrospecting {
     }
 
     private func refresh(_ body: TokenRequest, _ request: WireRequest) async throws -> WireResponse {
-        guard let refreshToken = body.refreshToken, !refreshToken.isEmpty, refreshToken.utf8.count <= 512 else {
+        guard let refreshToken = body.refreshToken, !refreshToken.isEmpty else {
             throw ServerError.invalidRequest("Invalid field refresh_token: required key is missing.")
         }
+        guard refreshToken.utf8.count <= 512 else { throw ServerError.invalidGrant("The refresh token is not valid.") }
         let proof = try proof(request)
         switch try await store.refresh(refreshToken, proof: proof) {
         case .rotated(let tokens):
@@ -117,12 +118,10 @@ extension TokenServer: TokenIntrospecting {
 
     func revoke(_ request: WireRequest) async throws -> WireResponse {
         let body = try decodeBody(RevocationRequest.self, request, oauth: true)
-        guard [nil, "access_token", "refresh_token"].contains(body.tokenTypeHint) else {
-            throw ServerError(400, "unsupported_token_type", "token_type_hint must be access_token or refresh_token.")
-        }
-        guard !body.token.isEmpty, body.token.utf8.count <= 512 else {
-            throw ServerError.invalidRequest("Invalid field token: empty.")
-        }
+        // An unknown token_type_hint is ignored (RFC 7009 §2.1): the token is looked up anyway.
+        guard !body.token.isEmpty else { throw ServerError.invalidRequest("Invalid field token: empty.") }
+        // No token this server issued is that long: nothing to revoke.
+        guard body.token.utf8.count <= 512 else { return try json([String: String]()) }
         try await store.revoke(body.token, proof: try proof(request))
         return try json([String: String]())
     }
@@ -165,7 +164,6 @@ extension TokenServer: TokenIntrospecting {
 
     func metadata() -> AuthorizationServerMetadata {
         let base = publicURL
-        let authorization = extensions.lazy.compactMap(\.authorizationPath).first
         var scopes: [String] = []
         for client in configuration.clients {
             for scope in client.allowedScopes + client.deviceScopes where !scopes.contains(scope) {
@@ -174,12 +172,12 @@ extension TokenServer: TokenIntrospecting {
         }
         return AuthorizationServerMetadata(
             issuer: base,
-            authorizationEndpoint: authorization.map { base + $0 },
             tokenEndpoint: base + Endpoint.token,
             revocationEndpoint: base + Endpoint.revoke,
             introspectionEndpoint: base + Endpoint.introspect,
-            registrationEndpoint: base + Endpoint.clients,
-            responseTypesSupported: authorization == nil ? [] : ["code"],
+            // The hosted login's codes are redeemed by the idp.browser plugin in-process, not at
+            // the token endpoint: no authorization endpoint or response type is offered.
+            responseTypesSupported: [],
             grantTypesSupported: GrantType.all,
             scopesSupported: scopes,
             codeChallengeMethodsSupported: ["S256"],

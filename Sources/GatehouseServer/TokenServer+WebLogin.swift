@@ -17,7 +17,8 @@ extension TokenServer {
         let session = try await store.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now)
         let appID = try await store.appID(ofProfile: session.profileID)
         let allowed = configuration.clients.first { $0.id == appID }?.webLoginTargets ?? []
-        guard body.targetURL.utf8.count <= 2048, let target = URLComponents(string: body.targetURL),
+        guard body.targetURL.utf8.count <= 2048, body.targetURL.utf8.allSatisfy(Self.isURIByte),
+            let target = URLComponents(string: body.targetURL), let canonical = target.string,
             allowed.contains(where: { Self.target(target, isWithin: $0) })
         else {
             throw ServerError(
@@ -32,7 +33,7 @@ extension TokenServer {
         let loginToken = try await store.issueWebLogin(
             accessToken: token,
             proof: proof,
-            target: body.targetURL,
+            target: canonical,
             lifetime: Double(Self.webLoginLifetime)
         )
         return try json(
@@ -44,6 +45,17 @@ extension TokenServer {
         )
     }
 
+    /// RFC 3986's characters only: unreserved, reserved and `%`; no backslash, white space or
+    /// control character, which browsers read in ways a URL parser here may not.
+    static func isURIByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default: "-._~:/?#[]@!$&'()*+,;=%".utf8.contains(byte)
+        }
+    }
+
     /// Whether `target` is `allowed` or under it: same scheme, host and port, and a path that
     /// is the allowed one or continues it after a `/`.
     static func target(_ target: URLComponents, isWithin allowed: String) -> Bool {
@@ -51,13 +63,17 @@ extension TokenServer {
             target.host?.lowercased() == allowed.host?.lowercased(), target.port == allowed.port, target.user == nil,
             target.password == nil, target.fragment == nil
         else { return false }
-        let path = target.path
-        // Dot segments could climb out of the allowed path; a target has none.
-        guard !path.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }),
-            !target.percentEncodedPath.contains("%2e"), !target.percentEncodedPath.contains("%2E")
+        // The path as sent, compared as sent: no dot segments, and no encoded dot, slash or
+        // backslash that a browser might turn into one (the caller refused raw backslashes and
+        // white space already).
+        let path = target.percentEncodedPath
+        let lowered = path.lowercased()
+        guard
+            !path.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == "." || $0 == ".." }),
+            !lowered.contains("%2e"), !lowered.contains("%2f"), !lowered.contains("%5c")
         else { return false }
-        if allowed.path.hasSuffix("/") { return path.hasPrefix(allowed.path) }
-        return path == allowed.path || path.hasPrefix(allowed.path + "/")
+        if allowed.percentEncodedPath.hasSuffix("/") { return path.hasPrefix(allowed.percentEncodedPath) }
+        return path == allowed.percentEncodedPath || path.hasPrefix(allowed.percentEncodedPath + "/")
     }
 
     func redeemWebLogin(_ request: WireRequest) async throws -> WireResponse {

@@ -204,6 +204,60 @@ struct OAuthTests {
         }
     }
 
+    @Test("a jwk with a private key, critical extensions, a coordinate spelt two ways or a NUL in jti is refused")
+    func proofHeaders() async throws {
+        try await withFixture(.embedded) { fixture in
+            let key = P256.Signing.PrivateKey()
+            let jwk = PublicJWK(key.publicKey)
+            let y = try #require(jwk.y)
+            func proof(
+                header extra: [String: Any] = [:],
+                jwk jwkExtra: [String: Any] = [:],
+                jti: String? = nil
+            ) throws
+                -> String
+            {
+                var jwkFields: [String: Any] = ["kty": "EC", "crv": "P-256", "x": jwk.x, "y": y]
+                jwkFields.merge(jwkExtra) { $1 }
+                var header: [String: Any] = ["typ": "dpop+jwt", "alg": "ES256", "jwk": jwkFields]
+                header.merge(extra) { $1 }
+                let claims: [String: Any] = [
+                    "jti": jti ?? Data.random(count: 16).base64URLEncodedString, "htm": "POST",
+                    "htu": fixture.transport.baseURL + Endpoint.clients, "iat": Int(Date().timeIntervalSince1970),
+                ]
+                let input =
+                    try JSONSerialization.data(withJSONObject: header).base64URLEncodedString + "."
+                    + JSONSerialization.data(withJSONObject: claims).base64URLEncodedString
+                return input + "." + (try key.signature(for: Data(input.utf8))).rawRepresentation.base64URLEncodedString
+            }
+            func register(_ proof: String) async throws -> WireResponse {
+                try await fixture.send(
+                    "POST",
+                    Endpoint.clients,
+                    body: try WireCoding.encode(ClientRegistrationRequest(appID: "test-app", publicKey: jwk)),
+                    headers: ["DPoP": proof]
+                )
+            }
+            // The last character of y with its spare bits changed: the same key, spelt another way.
+            let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+            let lastCharacter = try #require(y.last)
+            let last = try #require(alphabet.firstIndex(of: lastCharacter))
+            let respelt = String(y.dropLast()) + String(alphabet[last ^ 1])  // a spare bit flipped
+            #expect(Data(base64URLEncoded: respelt) == Data(base64URLEncoded: y))
+            for (name, refused) in [
+                ("private key", try proof(jwk: ["d": key.rawRepresentation.base64URLEncodedString])),
+                ("crit", try proof(header: ["crit": ["exp"]])),
+                ("NUL in jti", try proof(jti: "abcdefgh\u{0}AAAAAAAAQ1")),
+                ("non-canonical y", try proof(jwk: ["y": respelt])),
+            ] {
+                let response = try await register(refused)
+                #expect(response.status == 400, "\(name)")
+                #expect(try errorBody(response).error == "invalid_dpop_proof", "\(name)")
+            }
+            #expect(try await register(try proof()).status == 201)
+        }
+    }
+
     @Test(
         "server nonces: a proof without the current nonce is refused with one; the SDK follows",
         arguments: Mode.allCases
@@ -295,7 +349,7 @@ struct OAuthTests {
             #expect(Set(metadata.grantTypesSupported).isSuperset(of: ["refresh_token", "client_credentials"]))
             #expect(metadata.scopesSupported == ["read", "write", "catalogue"])
             #expect(metadata.codeChallengeMethodsSupported == ["S256"])
-            #expect(metadata.authorizationEndpoint == nil)  // no login mounted here
+            #expect(metadata.responseTypesSupported.isEmpty)
         }
     }
 }

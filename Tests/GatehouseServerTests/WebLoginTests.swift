@@ -77,6 +77,22 @@ struct WebLoginTests {
                     #expect(error.code == .disabled, "\(target)")
                 }
             }
+            // Sent below the SDK: what a browser would read as a way out of the allowed path.
+            for target in [
+                #"https://shop.example/account/..\..\admin"#, "https://shop.example/account/.\t./admin",
+                "https://shop.example/account/..%5cadmin", "https://shop.example/account/x%2f..%2fadmin",
+                "https://shop.example/account/%2\te%2\te/admin", "https://shop.example/account/ x",
+            ] {
+                let url = fixture.transport.baseURL + Endpoint.webLogin
+                let refused = try await fixture.send(
+                    "POST",
+                    Endpoint.webLogin,
+                    body: try JSONSerialization.data(withJSONObject: ["target_url": target]),
+                    headers: try await client.resourceHeaders(.user, method: "POST", url: url)
+                )
+                #expect(refused.status == 400, "\(target)")
+                #expect(try errorBody(refused).gatehouseCode == 10023, "\(target)")
+            }
             #expect(try fixture.count("web_login_tokens") == 0)
         }
     }
