@@ -5,16 +5,24 @@ import GatehouseProtocol
 // App-to-web single sign-on: one-time login tokens and the browser sessions they open.
 
 extension ServerStore {
-    /// Issues a login token for the session's user and `target`; the access token is checked
-    /// and the proof recorded in the same transaction.
+    /// Issues a login token for the session's user and the target `target` returns for the
+    /// session's application (or throws to refuse); the access token is checked, the target
+    /// decided and the proof recorded in one transaction.
     func issueWebLogin(
         accessToken: String,
         proof: ProofUse,
-        target: String,
-        lifetime: Double
+        lifetime: Double,
+        target decide: @Sendable (_ appID: String?) throws -> String
     ) async throws -> String {
         try await pool.write { db in
             let session = try self.accessSession(accessToken, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
+            let appID = try String.fetchOne(
+                db,
+                sql:
+                    "SELECT clients.app_id FROM profiles JOIN clients ON clients.id = profiles.client_id WHERE profiles.id = ?",
+                arguments: [session.profileID]
+            )
+            let target = try decide(appID)
             try self.record(proof, db)
             let token = Data.random(count: 32).base64URLEncodedString
             try db.execute(
@@ -48,18 +56,6 @@ extension ServerStore {
                 arguments: [Self.tokenHash(session), row["profile_id"] as String, now + sessionLifetime]
             )
             return (row["target"], session)
-        }
-    }
-
-    /// The application (manifest id) of a profile's installation.
-    func appID(ofProfile profileID: String) async throws -> String? {
-        try await pool.read { db in
-            try String.fetchOne(
-                db,
-                sql:
-                    "SELECT clients.app_id FROM profiles JOIN clients ON clients.id = profiles.client_id WHERE profiles.id = ?",
-                arguments: [profileID]
-            )
         }
     }
 

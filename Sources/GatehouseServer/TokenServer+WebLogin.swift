@@ -14,28 +14,28 @@ extension TokenServer {
         let token = try bearerToken(request)
         let proof = try proof(request, accessToken: token)
         let body = try decodeBody(WebLoginRequest.self, request)
-        let session = try await store.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now)
-        let appID = try await store.appID(ofProfile: session.profileID)
-        let allowed = configuration.clients.first { $0.id == appID }?.webLoginTargets ?? []
-        guard body.targetURL.utf8.count <= 2048, body.targetURL.utf8.allSatisfy(Self.isURIByte),
-            let target = URLComponents(string: body.targetURL), let canonical = target.string,
-            allowed.contains(where: { Self.target(target, isWithin: $0) })
-        else {
-            throw ServerError(
-                400,
-                "invalid_target",
-                allowed.isEmpty
-                    ? "App-to-web single sign-on is off for this application (server.clients[].webLoginTargets)."
-                    : "The target is not among the application's web login targets.",
-                code: AppToWebSingleSignOnError.Code.disabled.rawValue
-            )
-        }
+        let clients = configuration.clients
         let loginToken = try await store.issueWebLogin(
             accessToken: token,
             proof: proof,
-            target: canonical,
             lifetime: Double(Self.webLoginLifetime)
-        )
+        ) { appID in
+            let allowed = clients.first { $0.id == appID }?.webLoginTargets ?? []
+            guard body.targetURL.utf8.count <= 2048, body.targetURL.utf8.allSatisfy(Self.isURIByte),
+                let target = URLComponents(string: body.targetURL), let canonical = target.string,
+                allowed.contains(where: { Self.target(target, isWithin: $0) })
+            else {
+                throw ServerError(
+                    400,
+                    "invalid_target",
+                    allowed.isEmpty
+                        ? "App-to-web single sign-on is off for this application (server.clients[].webLoginTargets)."
+                        : "The target is not among the application's web login targets.",
+                    code: AppToWebSingleSignOnError.Code.disabled.rawValue
+                )
+            }
+            return canonical
+        }
         return try json(
             WebLoginResponse(
                 redirectURL: publicURL + Endpoint.webSignIn + "?token=" + loginToken,
