@@ -6,73 +6,169 @@ import GatehousePlugins
 import GatehouseServer
 import Hummingbird
 import Logging
+import NIOCore
 import NIOPosix
+import Prometheus
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 import XignInManager
 
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the token server over HTTP.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run the token server over HTTP.",
+        discussion: """
+            Every option may instead come from an environment variable (the flag wins): \
+            GATEHOUSE_MANIFEST, GATEHOUSE_DATABASE, GATEHOUSE_HOST, GATEHOUSE_PORT, GATEHOUSE_LOG_LEVEL, \
+            GATEHOUSE_LOG_FORMAT, GATEHOUSE_REQUEST_TIMEOUT, GATEHOUSE_MAX_CONNECTIONS, \
+            GATEHOUSE_MAX_CONNECTIONS_PER_ADDRESS, GATEHOUSE_SHUTDOWN_TIMEOUT, GATEHOUSE_METRICS (true or false).
+            """
+    )
 
-    @OptionGroup var manifest: ManifestOptions
+    @Option(help: "The manifest (JSON or YAML) naming the plugins and the server settings.")
+    var manifest: String?
 
-    @Option(help: "The SQLite database file for the server's state.")
-    var database: String = "gatehouse-server.sqlite"
+    @Option(help: "The SQLite database file; its folder must exist. Default: $XDG_DATA_HOME/gatehouse/server.sqlite.")
+    var database: String?
 
-    @Option(help: "The address to listen on (loopback by default).")
-    var host: String = "127.0.0.1"
+    @Option(help: "The address to listen on (default 127.0.0.1).")
+    var host: String?
 
-    @Option(help: "The port to listen on; 0 picks a free one.")
-    var port: Int = 8080
+    @Option(help: "The port to listen on, 0 to 65535; 0 picks a free one (default 8080).")
+    var port: Int?
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info).")
+    var logLevel: String?
+
+    @Option(help: "Log format: text or json (default text).")
+    var logFormat: String?
+
+    @Option(help: "Seconds a connection may take to send a whole request, or stay idle (default 10).")
+    var requestTimeout: Int?
+
+    @Option(help: "Open connections at most (default 1024, lowered to fit the file-descriptor limit).")
+    var maxConnections: Int?
+
+    @Option(help: "Open connections from one address at most; 0 for no limit (default 128).")
+    var maxConnectionsPerAddress: Int?
+
+    @Option(help: "Seconds a graceful shutdown may take before requests still open are cut (default 10).")
+    var shutdownTimeout: Int?
+
+    @Flag(inversion: .prefixedNo, help: "Export metrics at GET /metrics (default on).")
+    var metrics: Bool?
 
     func run() async throws {
-        let logger = CommandSupport.logger("gatehouse.server", level: Logger.Level(rawValue: logLevel) ?? .info)
+        let settings: ServeSettings
+        do {
+            settings = try ServeSettings(self, environment: EnvironmentSettings())
+        } catch let error as SettingError {
+            throw CommandSupport.usageError(error.description)
+        }
+        let logger = settings.logger("gatehouse.server")
+        let created = CreatedFiles(database: settings.database)
+        let registry = PrometheusCollectorRegistry()
         let server: TokenServer
         do {
             var environment = CommandSupport.environment(logger: logger)
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
-            let loaded = try CommandSupport.manifest(manifest.manifest)
+            let loaded = try CommandSupport.manifest(settings.manifest)
             // The XignIn manager is mounted when the manifest has an `xignin` section; its state
             // and outbox sit beside the server's database.
             var extensions: [any ServerExtension] = []
             // The hosted login is mounted when the manifest has a `login` section, and offered to
             // `idp.browser` as the service "gatehouse-login".
-            if let login = try CommandSupport.login(loaded, database: database, environment: environment) {
+            if let login = try CommandSupport.login(loaded, database: settings.database, environment: environment) {
                 extensions.append(login)
                 environment.services[CommandSupport.loginService] = login
             }
             if loaded.sections["xignin"] != nil {
-                let directory = URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent(
-                    "xignin"
-                )
+                let directory = URL(fileURLWithPath: settings.database).deletingLastPathComponent()
+                    .appendingPathComponent("xignin")
                 extensions.append(try XignInManager(manifest: loaded, directory: directory, environment: environment))
             }
             server = try TokenServer(
                 manifest: loaded,
                 registry: try CommandSupport.registry,
-                databasePath: database,
+                databasePath: settings.database,
                 environment: environment,
-                extensions: extensions
+                extensions: extensions,
+                metrics: settings.metrics ? PrometheusMetricsFactory(registry: registry) : nil
             )
         } catch {
+            created.remove()
             throw CommandSupport.fail(error)
         }
-        let host = host
-        let application = HTTPTokenServer.application(server: server, host: host, port: port, logger: logger) { port in
+        let host = settings.host
+        let listening = Listening()
+        let application = HTTPTokenServer.application(
+            server: server,
+            host: host,
+            port: settings.port,
+            limits: settings.limits,
+            metrics: settings.metrics ? registry : nil,
+            logger: logger
+        ) { port in
+            listening.mark()
             // Unbuffered, so scripts waiting for this line see it at once.
             FileHandle.standardOutput.write(Data("Gatehouse token server listening on http://\(host):\(port)\n".utf8))
         }
-        // The HTTP server and the janitor that keeps its tables from growing, stopped together.
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [application, TokenJanitor(server: server)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
+        // The HTTP server and the janitor that keeps its tables from growing, stopped together;
+        // a shutdown waits for open requests at most `shutdownTimeout`.
+        var configuration = ServiceGroupConfiguration(
+            services: [application, TokenJanitor(server: server)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
         )
-        try await group.run()
+        configuration.maximumGracefulShutdownDuration = settings.shutdownTimeout
+        configuration.maximumCancellationDuration = .seconds(2)
+        do {
+            try await ServiceGroup(configuration: configuration).run()
+        } catch {
+            guard !listening.happened else { throw error }
+            // It never listened: nothing it created is worth keeping.
+            created.remove()
+            throw CommandSupport.usageError(Self.listenFailure(error, host: host, port: settings.port))
+        }
+    }
+
+    /// One readable line for a socket that could not be opened.
+    static func listenFailure(_ error: any Error, host: String, port: Int) -> String {
+        let address = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case EADDRINUSE: return "cannot listen on \(address): the address is already in use"
+            case EACCES: return "cannot listen on \(address): permission denied (ports below 1024 need privileges)"
+            case EADDRNOTAVAIL: return "cannot listen on \(address): no such address on this machine"
+            default: return "cannot listen on \(address): \(error.description)"
+            }
+        }
+        return "cannot listen on \(address): \(error)"
+    }
+}
+
+/// Whether the server got as far as listening.
+private final class Listening: Sendable {
+    private let flag = Mutex(false)
+    func mark() { flag.withLock { $0 = true } }
+    var happened: Bool { flag.withLock { $0 } }
+}
+
+/// What a start creates beside the database, so a start that fails can take it away again.
+/// Only what did not exist before is removed.
+struct CreatedFiles {
+    private let paths: [String]
+
+    init(database: String) {
+        let folder = URL(fileURLWithPath: database).deletingLastPathComponent()
+        let candidates =
+            ["", "-wal", "-shm"].map { database + $0 } + [
+                folder.appendingPathComponent("login").path, folder.appendingPathComponent("xignin").path,
+            ]
+        paths = candidates.filter { !FileManager.default.fileExists(atPath: $0) }
+    }
+
+    func remove() {
+        for path in paths { try? FileManager.default.removeItem(atPath: path) }
     }
 }

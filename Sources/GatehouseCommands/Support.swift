@@ -108,6 +108,13 @@ enum CommandSupport {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
+    /// Prints a usage problem (a setting out of range, a port in use) as one line, and exits 64
+    /// (EX_USAGE).
+    static func usageError(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        return ExitCode(64)
+    }
+
     /// Prints a Gatehouse error as one line with its code, and exits non-zero.
     static func fail(_ error: any Error) -> ExitCode {
         if let error = error as? any DomainError {

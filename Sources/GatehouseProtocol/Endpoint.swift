@@ -1,6 +1,11 @@
 /// The paths of the token server's endpoints.
 public enum Endpoint {
+    /// Liveness: the process answers.
     public static let health = "/health"
+    /// Readiness: the process answers and its database does.
+    public static let ready = "/ready"
+    /// The server's metrics in the Prometheus text format (served by `gatehouse serve`).
+    public static let metrics = "/metrics"
     public static let configuration = "/v1/configuration"
     public static let clients = "/v1/clients"
     public static let registration = "/v1/registration"
@@ -32,6 +37,21 @@ public enum Endpoint {
     public static let mobileAuthTransactionPrefix = "/v1/mobile-auth/transactions/"
     public static let portalMobileAuth = "/v1/portal/mobile-auth"
 
+    /// The template of the endpoint `path` belongs to (`/v1/flows/{flowID}` for any flow), or
+    /// nil for a path the server does not serve: a closed set, fit for metric labels.
+    public static func template(of path: String) -> String? {
+        if templates.contains(path) { return path }
+        if path.hasPrefix(flowPrefix) { return flowPrefix + "{flowID}" }
+        if path.hasPrefix(mobileAuthTransactionPrefix) {
+            return mobileAuthTransactionPrefix
+                + (path.hasSuffix("/answer") ? "{transactionID}/answer" : "{transactionID}")
+        }
+        if path.hasPrefix(portalMobileAuth + "/") { return portalMobileAuth + "/{transactionID}" }
+        return nil
+    }
+
+    private static let templates = Set(all + [metrics])
+
     public static func flow(_ id: String) -> String { flowPrefix + id }
     public static func mobileAuthTransaction(_ id: String, profile: String) -> String {
         mobileAuthTransactionPrefix + id + "?profile=" + profile
@@ -43,7 +63,8 @@ public enum Endpoint {
 
     /// Every path the token server serves, flows as their template.
     public static let all: [String] = [
-        health, configuration, clients, registration, authentication, changePin, flowPrefix + "{flowID}", token, revoke,
+        health, ready, configuration, clients, registration, authentication, changePin, flowPrefix + "{flowID}", token,
+        revoke,
         introspect, metadata, webLogin, webSignIn, webSession, deregister, profileResource, authenticators,
         authenticatorRegistration,
         authenticatorDeregistration,

@@ -1,6 +1,8 @@
+public import CoreMetrics
 public import Foundation
 public import GatehouseKernel
 public import GatehouseProtocol
+import Logging
 
 /// The token server in-process: the same ``TokenServer`` an HTTP deployment runs, with its
 /// SQLite state in a directory the caller names, reached without a socket. An app or a test runs
@@ -18,7 +20,8 @@ public struct EmbeddedTokenServer: TokenServerTransport {
         registry: PluginRegistry,
         environment: PluginEnvironment = PluginEnvironment(),
         extensions: [any ServerExtension] = [],
-        pushTransports: [PushPlatform: any PushTransport] = [:]
+        pushTransports: [PushPlatform: any PushTransport] = [:],
+        metrics: (any MetricsFactory)? = nil
     ) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         server = try TokenServer(
@@ -27,7 +30,16 @@ public struct EmbeddedTokenServer: TokenServerTransport {
             databasePath: directory.appendingPathComponent("server.sqlite").path,
             environment: environment,
             extensions: extensions,
-            pushTransports: pushTransports
+            pushTransports: pushTransports,
+            metrics: metrics
+        )
+        // The PIN's protection against offline guessing rests on keys the attacker cannot read;
+        // here they sit in the app's own data.
+        environment.logger.warning(
+            """
+            The embedded token server keeps its OPRF keys in the app's own data: whoever copies that data can \
+            guess PINs offline. Use a remote token server where that matters.
+            """
         )
     }
 

@@ -82,6 +82,25 @@ struct FlowApplied: Sendable {
     var tokens: TokenResponse?
     /// Whether applying ended the flow's mobile authentication transaction.
     var endedTransaction = false
+    /// The flow's kind, for metrics and the audit log.
+    var kind: FlowKind?
+    /// What changed, in order: counted by the metrics and written to the audit log once the
+    /// transaction that made the changes has committed.
+    var events: [FlowEvent] = []
+}
+
+/// A change a flow made that operators watch.
+enum FlowEvent: Sendable, Equatable {
+    case profileCreated
+    case failureCounted
+    case failuresReset
+    case registrationStored(authenticator: String)
+    case registrationRemoved(authenticator: String)
+    case profileDeregistered
+    case sessionIssued
+    case userSessionsRevoked
+    case transactionApproved
+    case ended
 }
 
 /// What the profile must (not) have for a flow to start.

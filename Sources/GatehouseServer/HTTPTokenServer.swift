@@ -2,25 +2,41 @@ import Foundation
 import GatehouseProtocol
 import HTTPTypes
 public import Hummingbird
+import HummingbirdCore
 public import Logging
 import NIOCore
+public import Prometheus
 import ServiceLifecycle
 
 /// The token server over HTTP (Hummingbird 2): every request goes to ``TokenServer/handle(_:)``,
 /// so HTTP and in-process callers get the same answers.
 public enum HTTPTokenServer {
     /// An application serving `server` at `host:port` (port 0 picks a free port, reported to
-    /// `onRunning` once the socket listens).
+    /// `onRunning` once the socket listens), holding its clients to `limits`. With `metrics`, the
+    /// registry the server's metrics factory writes to, `GET /metrics` exports it.
     public static func application(
         server: TokenServer,
         host: String = "127.0.0.1",
         port: Int,
+        limits: HTTPServerLimits = HTTPServerLimits(),
+        metrics: PrometheusCollectorRegistry? = nil,
         logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let router = Router()
         let limit = server.configuration.maxRequestBytes
-        let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in
+        // Every method reaches the token server, which answers 405 with `Allow` for a known path
+        // and 404 otherwise, so TRACE or OPTIONS get the same JSON refusals as the rest.
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+            if let metrics, request.uri.path == Endpoint.metrics, request.method == .get {
+                var fields = HTTPFields()
+                fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+                fields[.cacheControl] = "no-store"
+                return Response(
+                    status: .ok,
+                    headers: fields,
+                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer()))
+                )
+            }
             var request = request
             let body: ByteBuffer
             do {
@@ -46,13 +62,20 @@ public enum HTTPTokenServer {
             )
             return response(await server.handle(wire))
         }
-        for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
-            router.on("**", method: method, use: handler)
-            router.on("/", method: method, use: handler)
-        }
+        let ledger = ConnectionLedger(limit: limits.maxConnectionsPerAddress)
+        let requestTimeout = limits.requestTimeout
         return Application(
-            router: router,
-            configuration: .init(address: .hostname(host, port: port), serverName: "gatehouse"),
+            responder: responder,
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [ConnectionGuardHandler(requestTimeout: requestTimeout, ledger: ledger)]
+                )
+            ),
+            configuration: .init(
+                address: .hostname(host, port: port),
+                serverName: "gatehouse",
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.effectiveMaxConnections)
+            ),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port
                 server.served(at: "http://\(host.contains(":") ? "[\(host)]" : host):\(bound)")

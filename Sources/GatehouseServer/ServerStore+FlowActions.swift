@@ -22,6 +22,7 @@ extension ServerStore {
         var tokens: TokenResponse?
         var approved = false
         var ended = false
+        var events: [FlowEvent] = []
         for action in actions {
             switch action {
             case .reserveAttempt, .releaseAttempt:
@@ -32,8 +33,10 @@ extension ServerStore {
                     sql: "UPDATE profiles SET failures = failures + 1 WHERE id = ?",
                     arguments: [row.profileID]
                 )
+                events.append(.failureCounted)
             case .resetFailures:
                 try db.execute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [row.profileID])
+                events.append(.failuresReset)
             case .identifyUser(let identity):
                 try identify(identity, row: &row, now: now, db)
                 // The actions that follow in this step (a registration with nothing to enrol ends
@@ -42,6 +45,7 @@ extension ServerStore {
                 row.state.grant = identity.grant
             case .createProfile:
                 try createProfile(row, now: now, db)
+                events.append(.profileCreated)
             case .storeRegistration(let authenticator, let data) where row.state.plan.kind == .authenticatorRegistration:
                 // A new authenticator: if an overlapping registration stored it first, refuse.
                 do {
@@ -53,6 +57,7 @@ extension ServerStore {
                 } catch DatabaseError.SQLITE_CONSTRAINT_PRIMARYKEY {
                     throw ServerError(AuthenticationError(.authenticatorAlreadyRegistered), status: 409)
                 }
+                events.append(.registrationStored(authenticator: authenticator))
             case .storeRegistration(let authenticator, let data):
                 try db.execute(
                     sql: """
@@ -61,15 +66,19 @@ extension ServerStore {
                         """,
                     arguments: [row.profileID, authenticator, data, now]
                 )
+                events.append(.registrationStored(authenticator: authenticator))
             case .removeRegistration(let authenticator):
                 try db.execute(
                     sql: "DELETE FROM registrations WHERE profile_id = ? AND authenticator = ?",
                     arguments: [row.profileID, authenticator]
                 )
+                events.append(.registrationRemoved(authenticator: authenticator))
             case .deregister:
                 if let profileID = row.profileID { try deleteProfile(profileID, now: now, db) }
+                events.append(.profileDeregistered)
             case .issueTokens:
                 tokens = try issueTokens(for: row, now: now, db)
+                events.append(.sessionIssued)
             case .revokeUser(let subject, let grant):
                 // What the replayed credential issued; without a named credential, every session
                 // of this provider's user, whichever device holds it.
@@ -80,9 +89,11 @@ extension ServerStore {
                         """,
                     arguments: [grant, grant, row.identityProvider, subject]
                 )
+                events.append(.userSessionsRevoked)
             case .approveTransaction:
                 try approveTransaction(for: row, now: now, db)
                 approved = true
+                events.append(.transactionApproved)
             case .saveFlow(let state):
                 if state.attempt == .held, row.state.attempt != .held { row.heldUntil = now + Self.holdLifetime }
                 if state.attempt != .held { row.heldUntil = nil }
@@ -99,6 +110,7 @@ extension ServerStore {
             case .endFlow:
                 try db.execute(sql: "DELETE FROM flows WHERE id = ?", arguments: [row.id])
                 ended = true
+                events.append(.ended)
             case .reply(let reply):
                 outcome = .reply(reply)
             case .refuse(let refusal):
@@ -116,7 +128,9 @@ extension ServerStore {
                 return FlowApplied(
                     flowID: row.id,
                     profileID: row.profileID,
-                    outcome: .reply(FlowReply(stage: row.state.stage))
+                    outcome: .reply(FlowReply(stage: row.state.stage)),
+                    kind: row.state.plan.kind,
+                    events: events
                 )
             }
             throw ServerError(500, "server_error", "The flow produced no answer.")
@@ -126,7 +140,9 @@ extension ServerStore {
             profileID: row.profileID,
             outcome: outcome,
             tokens: tokens,
-            endedTransaction: ended && row.transactionID != nil
+            endedTransaction: ended && row.transactionID != nil,
+            kind: row.state.plan.kind,
+            events: events
         )
     }
 

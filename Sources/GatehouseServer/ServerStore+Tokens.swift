@@ -277,7 +277,8 @@ extension ServerStore {
     }
 
     /// Forgets one authenticator of the session's profile. Refuses when it is not registered.
-    func deregisterAuthenticator(_ authenticator: String, token: String, proof: ProofUse) async throws {
+    /// Returns the profile the authenticator was removed from.
+    func deregisterAuthenticator(_ authenticator: String, token: String, proof: ProofUse) async throws -> String {
         try await pool.write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             guard try self.hasRegistration(session.profileID, authenticator, db) else {
@@ -288,6 +289,7 @@ extension ServerStore {
                 sql: "DELETE FROM registrations WHERE profile_id = ? AND authenticator = ?",
                 arguments: [session.profileID, authenticator]
             )
+            return session.profileID
         }
     }
 }

@@ -248,6 +248,7 @@ extension TokenServer {
     func respond(_ applied: FlowApplied) throws -> WireResponse {
         // A mobile authentication's flow may have ended its transaction: its callback is due.
         if applied.endedTransaction { callbacks?.wake() }
+        record(applied)
         switch applied.outcome {
         case .reply(let reply):
             return try json(flowResponse(reply, applied))
@@ -259,6 +260,68 @@ extension TokenServer {
                 metadata: ["flow": "\(applied.flowID)", "error": "\(refusal.error.codeName)"]
             )
             return error.response
+        }
+    }
+
+    /// Counts a flow step and writes what it changed to the audit log; the step's transaction
+    /// has committed, so everything recorded happened.
+    private func record(_ applied: FlowApplied) {
+        let kind = applied.kind
+        switch applied.outcome {
+        case .reply:
+            metrics.flowStep(
+                kind: kind,
+                outcome: applied.events.contains(.ended) ? "completed" : "continued",
+                error: ""
+            )
+        case .refusal(let refusal):
+            metrics.flowStep(kind: kind, outcome: "refused", error: refusal.error.codeName)
+        }
+        let profile = applied.profileID ?? "none"
+        let failed = applied.events.contains(.failureCounted)
+        if failed { metrics.event("authentication_failure", kind: kind) }
+        for event in applied.events {
+            switch event {
+            case .profileCreated:
+                audit.notice("Profile registered", metadata: ["event": "registration", "profile": "\(profile)"])
+            case .profileDeregistered where failed:
+                metrics.event("lockout", kind: kind)
+                audit.notice(
+                    "Profile deregistered after too many failed attempts",
+                    metadata: ["event": "lockout", "profile": "\(profile)"]
+                )
+            case .profileDeregistered:
+                audit.notice("Profile deregistered", metadata: ["event": "deregistration", "profile": "\(profile)"])
+            case .registrationRemoved(let authenticator) where failed:
+                metrics.event("authenticator_lockout", kind: kind)
+                audit.notice(
+                    "Authenticator deregistered after too many failed attempts",
+                    metadata: [
+                        "event": "authenticator_lockout", "profile": "\(profile)", "authenticator": "\(authenticator)",
+                    ]
+                )
+            case .registrationStored(let authenticator) where kind == .changePin:
+                audit.notice(
+                    "PIN changed",
+                    metadata: ["event": "pin_change", "profile": "\(profile)", "authenticator": "\(authenticator)"]
+                )
+            case .registrationStored(let authenticator) where kind == .authenticatorRegistration:
+                audit.notice(
+                    "Authenticator registered",
+                    metadata: [
+                        "event": "authenticator_registration", "profile": "\(profile)",
+                        "authenticator": "\(authenticator)",
+                    ]
+                )
+            case .userSessionsRevoked:
+                metrics.event("authorization_code_replayed", kind: kind)
+                audit.notice(
+                    "A replayed credential revoked the sessions it had issued",
+                    metadata: ["event": "credential_replay", "profile": "\(profile)"]
+                )
+            default:
+                break
+            }
         }
     }
 }

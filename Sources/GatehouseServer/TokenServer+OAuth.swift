@@ -75,7 +75,11 @@ extension TokenServer: TokenIntrospecting {
         case .refused(let refusal):
             throw refusal
         case .reused(let profileID):
-            logger.warning("Refresh token reused; session revoked", metadata: ["profile": "\(profileID)"])
+            metrics.event("refresh_token_reuse")
+            audit.warning(
+                "Refresh token reused; session revoked",
+                metadata: ["event": "refresh_token_reuse", "profile": "\(profileID)"]
+            )
             throw ServerError.invalidGrant("The refresh token was already used; the session was revoked.")
         }
     }

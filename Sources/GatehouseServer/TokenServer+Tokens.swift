@@ -21,7 +21,7 @@ extension TokenServer {
     func deregister(_ request: WireRequest) async throws -> WireResponse {
         let body = try decodeBody(DeregistrationRequest.self, request)
         if try await store.deregister(body.profileID, proof: try proof(request)) {
-            logger.notice("Profile deregistered", metadata: ["profile": "\(body.profileID)"])
+            audit.notice("Profile deregistered", metadata: ["event": "deregistration", "profile": "\(body.profileID)"])
         }
         return try json(["deregistered": body.profileID])
     }
@@ -69,7 +69,14 @@ extension TokenServer {
         guard authenticator.kind != .pin else {
             throw ServerError(AuthenticationError(.pinDeregistrationNotPossible))
         }
-        try await store.deregisterAuthenticator(authenticator.descriptor.id, token: token, proof: proof)
+        let profileID = try await store.deregisterAuthenticator(authenticator.descriptor.id, token: token, proof: proof)
+        audit.notice(
+            "Authenticator deregistered",
+            metadata: [
+                "event": "authenticator_deregistration", "profile": "\(profileID)",
+                "authenticator": "\(authenticator.descriptor.id)",
+            ]
+        )
         return try json(["deregistered": authenticator.descriptor.id])
     }
 }

@@ -1,3 +1,4 @@
+public import CoreMetrics
 import Foundation
 public import GatehouseKernel
 public import GatehouseProtocol
@@ -23,6 +24,10 @@ public final class TokenServer: Sendable {
     let defaultIdentityProvider: HostedIdentityProvider
     let clock: any WallClock
     let logger: Logger
+    /// Registrations, deregistrations, lockouts, PIN changes and refresh-token reuse, with
+    /// profile ids and never a secret: the trail an operator keeps.
+    let audit: Logger
+    let metrics: ServerMetrics
     let extensions: [any ServerExtension]
     /// Where pushes go, by the device's platform; the events channel is the server's own.
     let pushTransports: [PushPlatform: any PushTransport]
@@ -55,7 +60,8 @@ public final class TokenServer: Sendable {
         databasePath: String,
         environment: PluginEnvironment,
         extensions: [any ServerExtension] = [],
-        pushTransports: [PushPlatform: any PushTransport] = [:]
+        pushTransports: [PushPlatform: any PushTransport] = [:],
+        metrics: (any MetricsFactory)? = nil
     ) throws {
         let plugins = try registry.load(manifest, environment: environment, sides: .server)
         configuration = try manifest.section("server", as: ServerConfiguration.self)
@@ -122,6 +128,10 @@ public final class TokenServer: Sendable {
         nonces = DPoPNonces(secret: try store.secret("dpop-nonce"))
         clock = environment.clock
         logger = environment.logger
+        var audit = environment.logger
+        audit[metadataKey: "log"] = "audit"
+        self.audit = audit
+        self.metrics = ServerMetrics(factory: metrics ?? MetricsSystem.factory)
         self.extensions = extensions
         self.pushTransports = pushTransports
         callbacks = configuration.mobileAuth.map {
@@ -133,9 +143,30 @@ public final class TokenServer: Sendable {
 
     /// Answers one request. Never throws: every problem becomes an error response.
     public func handle(_ request: WireRequest) async -> WireResponse {
+        let started = ContinuousClock.now
         var response = await answer(request)
         if configuration.requireDPoPNonce { response.headers["DPoP-Nonce"] = nonces.current(now: now) }
+        let duration = ContinuousClock.now - started
+        let endpoint = endpointLabel(request.path)
+        metrics.request(endpoint: endpoint, method: request.method, status: response.status, duration: duration)
+        // The endpoint's template, never the path: paths carry flow and transaction ids.
+        logger.info(
+            "Request",
+            metadata: [
+                "method": "\(request.method.prefix(16))", "endpoint": "\(endpoint)", "status": "\(response.status)",
+                "duration_ms": "\(duration.milliseconds)",
+            ]
+        )
         return response
+    }
+
+    /// The endpoint `path` belongs to, from a closed set: a template, a mounted extension's
+    /// prefix, or "unknown".
+    private func endpointLabel(_ path: String) -> String {
+        let path = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+        if let template = Endpoint.template(of: path) { return template }
+        if let mounted = extensions.first(where: { path.hasPrefix($0.pathPrefix) }) { return mounted.pathPrefix + "*" }
+        return "unknown"
     }
 
     private func answer(_ request: WireRequest) async -> WireResponse {
@@ -169,6 +200,15 @@ public final class TokenServer: Sendable {
         case Endpoint.health:
             try require("GET", request)
             return try json(["status": "ok"])
+        case Endpoint.ready:
+            try require("GET", request)
+            do {
+                try await store.checkReadiness()
+            } catch {
+                logger.error("Not ready: the database did not answer", metadata: ["error": "\(error)"])
+                throw ServerError(503, "temporarily_unavailable", "The database does not answer.")
+            }
+            return try json(["status": "ready"])
         case Endpoint.configuration:
             try require("GET", request)
             return try json(serverConfiguration())

@@ -1,0 +1,197 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("Running gatehouse serve: settings, health, metrics, connection limits, shutdown")
+struct ServeOperationsTests {
+    @Test(
+        "A setting out of range is one line naming the flag or variable, and nothing is created",
+        arguments: [
+            (["--port", "70000"], [:], "--port must be a whole number from 0 to 65535, not \"70000\""),
+            (["--log-level", "verbose"], [:], "--log-level must be one of trace, debug, info"),
+            ([], ["GATEHOUSE_PORT": "80x"], "GATEHOUSE_PORT must be a whole number from 0 to 65535, not \"80x\""),
+            ([], ["GATEHOUSE_LOG_FORMAT": "xml"], "GATEHOUSE_LOG_FORMAT must be one of text, json"),
+            (["--request-timeout", "0"], [:], "--request-timeout must be a whole number from 1 to 3600"),
+            ([], ["GATEHOUSE_METRICS": "maybe"], "GATEHOUSE_METRICS must be true or false"),
+        ] as [([String], [String: String], String)]
+    )
+    func refusedSetting(arguments: [String], environment: [String: String], message: String) async throws {
+        let directory = try scratchDirectory("gatehouse-settings")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let serve = try Session(
+            ["serve", "--database", directory.appendingPathComponent("server.sqlite").path] + arguments,
+            environment: environment
+        )
+        #expect(try await serve.finish() == 64)
+        let errors = serve.errors.withLock { $0 }
+        #expect(errors.hasPrefix("error: " + message), "\(errors)")
+        #expect(errors.split(separator: "\n").count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+    }
+
+    @Test("A database in a folder that does not exist is refused; no folder is created")
+    func missingDatabaseFolder() async throws {
+        let directory = try scratchDirectory("gatehouse-nofolder")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let missing = directory.appendingPathComponent("typo/server.sqlite")
+        let serve = try Session(["serve", "--database", missing.path, "--port", "0"])
+        #expect(try await serve.finish() == 64)
+        #expect(serve.errors.withLock { $0 }.contains("does not exist; create it first"))
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("typo").path))
+    }
+
+    @Test("A port in use is one readable line, and the failed start leaves no files behind")
+    func portInUse() async throws {
+        let directory = try scratchDirectory("gatehouse-portinuse")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (first, url) = try await startServer(in: directory)
+        defer { first.process.terminate() }
+        let port = try #require(URL(string: url)?.port)
+        let second = directory.appendingPathComponent("second")
+        try FileManager.default.createDirectory(at: second, withIntermediateDirectories: true)
+        let serve = try Session(
+            ["serve", "--database", second.appendingPathComponent("server.sqlite").path, "--port", "\(port)"]
+        )
+        #expect(try await serve.finish() == 64)
+        #expect(
+            serve.errors.withLock { $0 }.hasSuffix("error: cannot listen on 127.0.0.1:\(port): the address is already in use\n")
+        )
+        #expect(try FileManager.default.contentsOfDirectory(atPath: second.path).isEmpty)
+    }
+
+    @Test("/ready reads the database; /metrics counts requests, flow steps and failed PINs")
+    func readyAndMetrics() async throws {
+        let directory = try scratchDirectory("gatehouse-metrics")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, url) = try await startServer(in: directory)
+        defer { server.process.terminate() }
+        #expect(try await get(url + "/ready").status == 200)
+        let before = try await get(url + "/metrics").body
+        #expect(!before.contains(#"flow="registration",outcome="completed""#))
+
+        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
+        try await registerOverCommandLine(device)
+        let login = try Session(["login"] + device)
+        _ = try await login.waitFor("PIN (3 attempts left): ")
+        login.type("000000")
+        _ = try await login.finish()
+
+        let (status, after) = try await get(url + "/metrics")
+        #expect(status == 200)
+        #expect(after.contains(#"gatehouse_flow_steps_total{flow="registration",outcome="completed",error=""} 1"#))
+        #expect(after.contains(#"gatehouse_security_events_total{event="authentication_failure",flow="authentication"} 1"#))
+        #expect(after.contains(#"gatehouse_http_requests_total{endpoint="/v1/registration",method="POST",status="200"}"#))
+        #expect(after.contains(#"gatehouse_http_request_duration_seconds_count{endpoint="/v1/flows/{flowID}"}"#))
+        // The audit trail names the profile, never the PIN.
+        let log = server.errors.withLock { $0 }
+        #expect(log.contains("event=registration"))
+        #expect(!log.contains("000000") && !log.contains("258147"))
+    }
+
+    @Test("1,100 idle and half-sent connections from one address leave /health answering, and are closed")
+    func idleConnections() async throws {
+        let directory = try scratchDirectory("gatehouse-idle")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A descriptor limit of 1,024, as on many hosts: the attack opens more connections than that.
+        let serve = try Session(
+            [
+                "-c",
+                "ulimit -n 1024 && exec \"$0\" serve --database \"$1\" --port 0 --request-timeout 2",
+                try binary("gatehouse").path, directory.appendingPathComponent("server.sqlite").path,
+            ],
+            binary: "/bin/sh"
+        )
+        defer { serve.process.terminate() }
+        let announced = try await serve.waitFor("listening on http://")
+        let port = try #require(announced.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+
+        var attack = [Int32]()
+        defer { for socket in attack { close(socket) } }
+        for index in 0..<1100 {
+            guard let socket = try? connectedSocket(port: port, from: "127.0.0.2") else { continue }
+            if index.isMultiple(of: 2) { _ = "GET /health HTTP/1.1\r\nHost: x\r\n".withCString { send(socket, $0, 30, 0) } }
+            attack.append(socket)
+        }
+        #expect(attack.count > 1000)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let (status, _) = try await get("http://127.0.0.1:\(port)/health")
+        #expect(status == 200)
+        #expect(clock.now - started < .seconds(2))
+
+        // After the request timeout every one of them has been closed by the server (those the
+        // listen backlog held back are accepted, and closed, as the kernel retries them).
+        var open = attack
+        for _ in 0..<60 where !open.isEmpty {
+            try await Task.sleep(for: .milliseconds(500))
+            open.removeAll { socket in
+                var byte: UInt8 = 0
+                let read = recv(socket, &byte, 1, Int32(MSG_DONTWAIT))
+                return read == 0 || (read < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            }
+        }
+        #expect(open.isEmpty, "\(open.count) of \(attack.count) connections still open")
+    }
+
+    @Test("SIGTERM with a request half-sent ends the server within the shutdown timeout")
+    func boundedShutdown() async throws {
+        let directory = try scratchDirectory("gatehouse-shutdown")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, url) = try await startServer(
+            in: directory,
+            manifest: ["--request-timeout", "600", "--shutdown-timeout", "1"]
+        )
+        defer { server.process.terminate() }
+        let port = try #require(URL(string: url)?.port)
+        let socket = try connectedSocket(port: port, from: "127.0.0.1")
+        defer { close(socket) }
+        _ = "POST /v1/token HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc".withCString {
+            send(socket, $0, 60, 0)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let clock = ContinuousClock()
+        let started = clock.now
+        kill(server.process.processIdentifier, SIGTERM)
+        for _ in 0..<200 where server.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!server.process.isRunning)
+        #expect(clock.now - started < .seconds(5))
+    }
+}
+
+/// A GET with URLSession; the status and the body as text.
+private func get(_ url: String) async throws -> (status: Int, body: String) {
+    let (data, response) = try await URLSession.shared.data(from: try #require(URL(string: url)))
+    return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+}
+
+/// A blocking TCP socket connected to the loopback `port` from the loopback address `source`.
+private func connectedSocket(port: Int, from source: String) throws -> Int32 {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw POSIXError(.EMFILE) }
+    var local = sockaddr_in()
+    local.sin_family = sa_family_t(AF_INET)
+    inet_pton(AF_INET, source, &local.sin_addr)
+    var remote = sockaddr_in()
+    remote.sin_family = sa_family_t(AF_INET)
+    remote.sin_port = in_port_t(UInt16(port).bigEndian)
+    inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
+    let bound = withUnsafePointer(to: &local) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    let connected = withUnsafePointer(to: &remote) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard bound == 0, connected == 0 else {
+        close(socket)
+        throw POSIXError(.ECONNREFUSED)
+    }
+    return socket
+}
