@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import GatehouseKernel
+import GatehouseProtocol
 
 /// The client's state in SQLite: the device registration, profiles and plugin values. Every
 /// secret (private keys, plugin values) is sealed with AES-GCM under the key store's key, with
@@ -16,6 +17,7 @@ final class ClientStore: Sendable {
         configuration.label = "gatehouse.client"
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try PrivateFiles.prepareDatabase(at: path)
         queue = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in

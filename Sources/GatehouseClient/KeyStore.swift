@@ -1,5 +1,6 @@
 public import Crypto
 import Foundation
+import GatehouseProtocol
 
 /// Where the key that seals the client's secrets comes from. The default keeps it in a file only
 /// the user can read; an app plugs in the OS keychain or a TPM by conforming to this protocol.
@@ -32,8 +33,12 @@ public struct FileKeyStore: KeyStore {
         }
         let key = SymmetricKey(size: .bits256)
         let data = key.withUnsafeBytes { Data($0) }
-        guard manager.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw KeyStoreError(path: path, problem: "the key file could not be created")
+        // Mode 0600 from creation on, never widened; when another process created the file
+        // first, its key is the key.
+        do {
+            guard try PrivateFiles.writeNew(data, to: path) else { return try sealingKey() }
+        } catch {
+            throw KeyStoreError(path: path, problem: "the key file could not be created (\(error))")
         }
         return key
     }

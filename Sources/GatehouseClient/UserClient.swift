@@ -41,7 +41,7 @@ public actor UserClient {
     }
 
     public init(configuration: ClientConfiguration) throws {
-        try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+        try PrivateFiles.createFolder(configuration.dataDirectory)
         self.configuration = configuration
         store = try ClientStore(
             path: configuration.dataDirectory.appendingPathComponent("client.sqlite").path,

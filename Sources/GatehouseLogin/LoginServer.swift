@@ -33,7 +33,7 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         environment: PluginEnvironment,
         publicURL: URL? = nil
     ) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try PrivateFiles.createFolder(directory)
         self.configuration = configuration
         secureCookies = publicURL?.scheme == "https"
         store = try LoginStore(path: directory.appendingPathComponent("login.sqlite").path)

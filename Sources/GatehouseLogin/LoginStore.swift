@@ -14,6 +14,7 @@ public final class LoginStore: Sendable {
         var configuration = Configuration()
         configuration.label = "gatehouse.login"
         configuration.busyMode = .timeout(10)
+        try PrivateFiles.prepareDatabase(at: path)
         pool = try DatabasePool(path: path, configuration: configuration)
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         var migrator = DatabaseMigrator()

@@ -23,7 +23,7 @@ public struct EmbeddedTokenServer: TokenServerTransport {
         pushTransports: [PushPlatform: any PushTransport] = [:],
         metrics: (any MetricsFactory)? = nil
     ) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try PrivateFiles.createFolder(directory)
         server = try TokenServer(
             manifest: manifest,
             registry: registry,

@@ -40,6 +40,8 @@ final class ServerStore: Sendable {
         configuration.label = "gatehouse.server"
         configuration.busyMode = .timeout(10)
         configuration.foreignKeysEnabled = true
+        // It holds the OPRF keys: readable by the server's user only.
+        try PrivateFiles.prepareDatabase(at: path)
         pool = try DatabasePool(path: path, configuration: configuration)
         // Opening in WAL mode sets synchronous=NORMAL on the writer; tokens and counters need FULL.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }

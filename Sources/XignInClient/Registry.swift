@@ -37,7 +37,7 @@ public actor Registry {
         dataDirectory: URL,
         transport: @escaping TransportProvider = { HTTPTransport(baseURL: $0.absoluteString) }
     ) throws {
-        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        try PrivateFiles.createFolder(dataDirectory)
         entriesFile = dataDirectory.appendingPathComponent("identity-managers.json")
         self.transport = transport
     }
@@ -143,7 +143,7 @@ public actor Registry {
         )
         var entries = try identityManagers()
         entries.append(entity)
-        try WireCoding.encode(entries).write(to: entriesFile, options: .atomic)
+        try PrivateFiles.replace(try WireCoding.encode(entries), at: entriesFile.path)
         return entity
     }
 

@@ -1,4 +1,5 @@
 public import Foundation
+import GatehouseProtocol
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -29,7 +30,7 @@ public struct OutboxMailSender: ActivationMailSender {
     }
 
     public func send(_ mail: ActivationMail) async throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try PrivateFiles.createFolder(directory)
         let id = UUID().uuidString.lowercased()
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -51,8 +52,10 @@ public struct OutboxMailSender: ActivationMailSender {
             "Enter the code with the activation PIN you chose.",
             "",
         ].joined(separator: "\r\n")
-        try Data(text.utf8).write(
-            to: directory.appendingPathComponent("\(Int(Date().timeIntervalSince1970))-\(id).eml")
+        // The mail holds an activation code: private to the server's user, like its database.
+        try PrivateFiles.writeNew(
+            Data(text.utf8),
+            to: directory.appendingPathComponent("\(Int(Date().timeIntervalSince1970))-\(id).eml").path
         )
     }
 }

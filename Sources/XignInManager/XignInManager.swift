@@ -42,6 +42,7 @@ public final class XignInManager: ServerExtension {
         var database = Configuration()
         database.label = "gatehouse.xignin"
         database.busyMode = .timeout(10)
+        try PrivateFiles.prepareDatabase(at: databasePath)
         pool = try DatabasePool(path: databasePath, configuration: database)
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
@@ -171,7 +172,7 @@ extension XignInManager {
         provisioner: any LinkedServiceProvisioner = WebhookProvisioner(),
         environment: PluginEnvironment = PluginEnvironment()
     ) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try PrivateFiles.createFolder(directory)
         try self.init(
             configuration: try manifest.section("xignin", as: XignInManagerConfiguration.self),
             databasePath: directory.appendingPathComponent("xignin.sqlite").path,

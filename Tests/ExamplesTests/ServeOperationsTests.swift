@@ -1,8 +1,9 @@
 import Foundation
+import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -60,7 +61,9 @@ struct ServeOperationsTests {
         )
         #expect(try await serve.finish() == 64)
         #expect(
-            serve.errors.withLock { $0 }.hasSuffix("error: cannot listen on 127.0.0.1:\(port): the address is already in use\n")
+            serve.errors.withLock { $0 }.hasSuffix(
+                "error: cannot listen on 127.0.0.1:\(port): the address is already in use\n"
+            )
         )
         #expect(try FileManager.default.contentsOfDirectory(atPath: second.path).isEmpty)
     }
@@ -85,8 +88,12 @@ struct ServeOperationsTests {
         let (status, after) = try await get(url + "/metrics")
         #expect(status == 200)
         #expect(after.contains(#"gatehouse_flow_steps_total{flow="registration",outcome="completed",error=""} 1"#))
-        #expect(after.contains(#"gatehouse_security_events_total{event="authentication_failure",flow="authentication"} 1"#))
-        #expect(after.contains(#"gatehouse_http_requests_total{endpoint="/v1/registration",method="POST",status="200"}"#))
+        #expect(
+            after.contains(#"gatehouse_security_events_total{event="authentication_failure",flow="authentication"} 1"#)
+        )
+        #expect(
+            after.contains(#"gatehouse_http_requests_total{endpoint="/v1/registration",method="POST",status="200"}"#)
+        )
         #expect(after.contains(#"gatehouse_http_request_duration_seconds_count{endpoint="/v1/flows/{flowID}"}"#))
         // The audit trail names the profile, never the PIN.
         let log = server.errors.withLock { $0 }
@@ -115,7 +122,9 @@ struct ServeOperationsTests {
         defer { for socket in attack { close(socket) } }
         for index in 0..<1100 {
             guard let socket = try? connectedSocket(port: port, from: "127.0.0.2") else { continue }
-            if index.isMultiple(of: 2) { _ = "GET /health HTTP/1.1\r\nHost: x\r\n".withCString { send(socket, $0, 30, 0) } }
+            if index.isMultiple(of: 2) {
+                _ = "GET /health HTTP/1.1\r\nHost: x\r\n".withCString { send(socket, $0, 30, 0) }
+            }
             attack.append(socket)
         }
         #expect(attack.count > 1000)
@@ -182,7 +191,9 @@ private func connectedSocket(port: Int, from source: String) throws -> Int32 {
     remote.sin_port = in_port_t(UInt16(port).bigEndian)
     inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
     let bound = withUnsafePointer(to: &local) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     let connected = withUnsafePointer(to: &remote) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
