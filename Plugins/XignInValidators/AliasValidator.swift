@@ -2,7 +2,8 @@
 ///
 /// Lengths count characters as people see them (grapheme clusters), so "Zoë's 📱" is 7 long
 /// whatever its encoding. Surrounding white space does not count, and an alias of white space
-/// only is empty.
+/// only is empty. Control characters and line breaks are refused: the alias is written into mail
+/// headers and onto screens, where a line break would start a header of the sender's choosing.
 public struct AliasValidator: FieldValidator, Hashable {
     public enum ResultCode: String, FieldValidationResult {
         case valid
@@ -12,6 +13,8 @@ public struct AliasValidator: FieldValidator, Hashable {
         case tooShort
         /// More than ``AliasValidator/maxLength`` characters.
         case tooLong
+        /// A control character or a line break.
+        case invalid
     }
 
     public let minLength: Int
@@ -23,7 +26,9 @@ public struct AliasValidator: FieldValidator, Hashable {
     }
 
     public func resultCode(for value: String) -> ResultCode {
-        let length = value.trimmingWhitespace().count
+        let text = value.trimmingWhitespace()
+        if text.unicodeScalars.contains(where: \.isControlOrLineBreak) { return .invalid }
+        let length = text.count
         if length == 0 { return .empty }
         if length < minLength { return .tooShort }
         if length > maxLength { return .tooLong }
@@ -36,6 +41,18 @@ public struct AliasValidator: FieldValidator, Hashable {
         case .empty: "The alias must not be empty."
         case .tooShort: "The alias must be at least \(minLength) characters long."
         case .tooLong: "The alias cannot be longer than \(maxLength) characters."
+        case .invalid: "The alias must not contain control characters or line breaks."
+        }
+    }
+}
+
+extension Unicode.Scalar {
+    /// C0 and C1 controls (CR, LF, NUL, ESC among them) and the Unicode line and paragraph
+    /// separators.
+    var isControlOrLineBreak: Bool {
+        switch properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: true
+        default: false
         }
     }
 }

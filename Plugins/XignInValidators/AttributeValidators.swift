@@ -51,7 +51,7 @@ public struct NameValidator: FieldValidator, Hashable {
     public func resultCode(for value: String) -> ResultCode {
         let text = value.trimmingWhitespace()
         if text.isEmpty { return .empty }
-        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return .invalid }
+        if text.unicodeScalars.contains(where: \.isControlOrLineBreak) { return .invalid }
         return text.count > maxLength ? .tooLong : .valid
     }
 

@@ -11,6 +11,13 @@ public struct ActivationMail: Sendable, Equatable {
     public var alias: String
     public var activationCode: String
     public var managerURL: String
+
+    public init(to: String, alias: String, activationCode: String, managerURL: String) {
+        self.to = to
+        self.alias = alias
+        self.activationCode = activationCode
+        self.managerURL = managerURL
+    }
 }
 
 /// Sends activation codes. The default writes each message to an outbox directory.
@@ -35,10 +42,15 @@ public struct OutboxMailSender: ActivationMailSender {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
+        // The alias and the address come from the person registering: a line break in either
+        // would add headers of their choosing (validators refuse them; this is the last guard).
+        for value in [from, mail.to, mail.alias] where value.unicodeScalars.contains(where: MailHeader.isControl) {
+            throw MailHeader.Refusal(value: String(value.prefix(64)))
+        }
         let text = [
             "From: \(from)",
             "To: \(mail.to)",
-            "Subject: Activate \(mail.alias)",
+            "Subject: \(MailHeader.encodedText("Activate \(mail.alias)"))",
             "Date: \(formatter.string(from: Date()))",
             "Message-ID: <\(id)@gatehouse.invalid>",
             "MIME-Version: 1.0",
@@ -57,6 +69,45 @@ public struct OutboxMailSender: ActivationMailSender {
             Data(text.utf8),
             to: directory.appendingPathComponent("\(Int(Date().timeIntervalSince1970))-\(id).eml").path
         )
+    }
+}
+
+/// Header values for mail (RFC 5322, RFC 2047).
+enum MailHeader {
+    /// A header value that cannot be written safely.
+    struct Refusal: Error, CustomStringConvertible {
+        var value: String
+        var description: String {
+            "a mail header value holds a control character or line break: \(value.debugDescription)"
+        }
+    }
+
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: true
+        default: false
+        }
+    }
+
+    /// An unstructured value (a Subject) as printable ASCII: unchanged when it already is, else
+    /// RFC 2047 encoded-words (UTF-8, base64) of at most 75 characters, folded onto continuation
+    /// lines, each word whole characters so no reader sees half a letter.
+    static func encodedText(_ text: String) -> String {
+        if text.unicodeScalars.allSatisfy({ (0x20...0x7E).contains($0.value) }) { return text }
+        // "=?UTF-8?B?" and "?=" leave 63 base64 characters: 45 bytes of UTF-8 per word.
+        let bytesPerWord = 45
+        var words: [String] = []
+        var chunk = Data()
+        for character in text {
+            let bytes = Data(String(character).utf8)
+            if chunk.count + bytes.count > bytesPerWord, !chunk.isEmpty {
+                words.append("=?UTF-8?B?\(chunk.base64EncodedString())?=")
+                chunk = Data()
+            }
+            chunk.append(bytes)
+        }
+        if !chunk.isEmpty { words.append("=?UTF-8?B?\(chunk.base64EncodedString())?=") }
+        return words.joined(separator: "\r\n ")
     }
 }
 

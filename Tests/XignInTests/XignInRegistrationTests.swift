@@ -158,6 +158,10 @@ struct XignInRegistrationTests {
                     "alias tooShort"
                 ),
                 (
+                    #"{"category": "email", "attributes": {"email": "a@b.de"}, "alias": "Hi\r\nBcc: x@evil.io", \#(key)}"#,
+                    422, "alias invalid"
+                ),
+                (
                     #"{"category": "passport", "attributes": {}, \#(key)}"#, 400,
                     "There is no category \"passport\"; the manager offers: email, idCard."
                 ),
@@ -234,6 +238,40 @@ struct XignInRegistrationTests {
                 pin: "24680"
             )
             #expect(plain.alias == "Activation 1")
+        }
+    }
+
+    @Test("a subject beyond ASCII is RFC 2047 encoded-words, and a line break never reaches a header")
+    func mailHeaders() async throws {
+        try await withXignIn { fixture in
+            let parameters = try await fixture.registry.initialization(url: fixture.url)
+            _ = try await fixture.registry.register(
+                data: filled(parameters, email: "zoe@example.com", alias: "Zoë's 📱")
+            )
+            let newest = try FileManager.default.contentsOfDirectory(atPath: fixture.outbox.path).sorted().last ?? ""
+            let mail = try String(contentsOf: fixture.outbox.appendingPathComponent(newest), encoding: .utf8)
+            let subject = try #require(mail.components(separatedBy: "\r\n").first { $0.hasPrefix("Subject: ") })
+            #expect(subject.unicodeScalars.allSatisfy { (0x20...0x7E).contains($0.value) })
+            let words = subject.dropFirst("Subject: ".count).split(separator: " ")
+            let decoded = words.compactMap { word -> String? in
+                guard word.hasPrefix("=?UTF-8?B?"), word.hasSuffix("?=") else { return nil }
+                return Data(base64Encoded: String(word.dropFirst(10).dropLast(2))).map {
+                    String(decoding: $0, as: UTF8.self)
+                }
+            }
+            #expect(decoded.joined() == "Activate Zoë's 📱")
+
+            let outbox = OutboxMailSender(directory: fixture.directory.appendingPathComponent("guarded"))
+            let injected = ActivationMail(
+                to: "zoe@example.com",
+                alias: "Hi\r\nBcc: x@evil.io",
+                activationCode: "123456",
+                managerURL: fixture.url.absoluteString
+            )
+            await #expect(throws: (any Error).self) { try await outbox.send(injected) }
+            let guarded = fixture.directory.appendingPathComponent("guarded").path
+            let written = (try? FileManager.default.contentsOfDirectory(atPath: guarded)) ?? []
+            #expect(written.isEmpty)
         }
     }
 
