@@ -57,9 +57,14 @@ public struct LoginConfiguration: Decodable, Sendable {
     public var lockoutDuration: Int
     /// The password hash's cost, as log2 of scrypt's N (14–20, default 15).
     public var passwordCost: Int
+    /// Password checks one client address may ask for a minute, whatever the usernames
+    /// (0–10000, default 30; 0: no limit). The lockout counts per username; this stops one
+    /// source from spreading guesses over many.
+    public var passwordChecksPerMinute: Int
 
     private enum CodingKeys: String, CodingKey {
-        case clients, codeLifetime, pageLifetime, maxFailedLogins, lockoutDuration, passwordCost
+        case clients, codeLifetime, pageLifetime, maxFailedLogins, lockoutDuration, passwordCost,
+            passwordChecksPerMinute
     }
 
     public init(from decoder: any Decoder) throws {
@@ -70,6 +75,12 @@ public struct LoginConfiguration: Decodable, Sendable {
         maxFailedLogins = try container.decode(Int.self, forKey: .maxFailedLogins, default: 5, in: 1...20)
         lockoutDuration = try container.decode(Int.self, forKey: .lockoutDuration, default: 900, in: 60...86400)
         passwordCost = try container.decode(Int.self, forKey: .passwordCost, default: 15, in: 14...20)
+        passwordChecksPerMinute = try container.decode(
+            Int.self,
+            forKey: .passwordChecksPerMinute,
+            default: 30,
+            in: 0...10000
+        )
         guard !clients.isEmpty else { throw container.invalid(.clients, "list at least one client") }
         guard Set(clients.map(\.id)).count == clients.count else {
             throw container.invalid(.clients, "each client id must be unique")

@@ -54,6 +54,19 @@ extension LoginServer {
     }
 
     func signIn(_ request: WireRequest) async throws -> WireResponse {
+        // Counted before anything is read: every sign-in attempt may cost a password hash.
+        if let address = request.clientAddress,
+            let wait = passwordLimiter.take(RateLimiter.key(forAddress: address), now: now)
+        {
+            let seconds = Int(wait.rounded(.up))
+            let message = "Too many sign-in attempts from your address; try again in \(seconds) seconds."
+            return page(
+                429,
+                "Too many attempts",
+                ["heading": "Too many attempts", "message": message],
+                headers: ["Retry-After": String(seconds)]
+            )
+        }
         let (fields, authorization, client) = try await submittedForm(request)
         guard let username = fields["username"], let password = fields["password"], !username.isEmpty,
             username.utf8.count <= 254, password.utf8.count <= 1024

@@ -24,6 +24,8 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     let decoyHash: String
     /// Whether the login's cookies carry `Secure`: the server is reached over https.
     let secureCookies: Bool
+    /// Password checks per client address.
+    let passwordLimiter: RateLimiter
 
     /// A login with `configuration`, its state in `directory/login.sqlite`; `publicURL` is where
     /// browsers reach the server (its cookies are `Secure` when it is https).
@@ -42,6 +44,10 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         cpuWork = environment.cpuWork
         logger = environment.logger
         decoyHash = try hasher.hash(Data.random(count: 16).base64URLEncodedString)
+        passwordLimiter = RateLimiter(
+            perMinute: configuration.passwordChecksPerMinute,
+            burst: configuration.passwordChecksPerMinute
+        )
     }
 
     /// The manifest's `login` section, with `server.publicURL`.

@@ -9,13 +9,23 @@ public struct WireRequest: Sendable {
     public var path: String
     public var headers: [String: String]
     public var body: Data
+    /// The IP address the request came from, as the transport saw it (nil in-process). Never
+    /// taken from a header, which the client writes.
+    public var clientAddress: String?
 
     /// `headers` keys are matched case-insensitively.
-    public init(method: String, path: String, headers: [String: String] = [:], body: Data = Data()) {
+    public init(
+        method: String,
+        path: String,
+        headers: [String: String] = [:],
+        body: Data = Data(),
+        clientAddress: String? = nil
+    ) {
         self.method = method
         self.path = path
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }) { first, _ in first }
         self.body = body
+        self.clientAddress = clientAddress
     }
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }

@@ -26,7 +26,7 @@ public enum HTTPTokenServer {
         let limit = server.configuration.maxRequestBytes
         // Every method reaches the token server, which answers 405 with `Allow` for a known path
         // and 404 otherwise, so TRACE or OPTIONS get the same JSON refusals as the rest.
-        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+        let responder = CallbackResponder<AddressedRequestContext> { request, context in
             if let metrics, request.uri.path == Endpoint.metrics, request.method == .get {
                 var fields = HTTPFields()
                 fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
@@ -58,7 +58,8 @@ public enum HTTPTokenServer {
                 method: request.method.rawValue,
                 path: request.uri.query.map { "\(request.uri.path)?\($0)" } ?? request.uri.path,
                 headers: headers,
-                body: Data(body.readableBytesView)
+                body: Data(body.readableBytesView),
+                clientAddress: context.remoteAddress?.ipAddress
             )
             return response(await server.handle(wire))
         }
@@ -118,5 +119,16 @@ public enum HTTPTokenServer {
                 try await writer.finish(nil)
             }
         )
+    }
+}
+
+/// A request context that keeps the connection's peer address, for limits per client.
+struct AddressedRequestContext: RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 }

@@ -134,6 +134,11 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// Seconds an installation that has nothing left (no profile, device token or flow) is kept
     /// after it registered (3600–31536000, default 30 days).
     public var idleInstallationLifetime: Int
+    /// Installations one client address may register a minute (0–100000, default 30; 0: no
+    /// limit), after a burst of `rateLimitBurst` (1–100000, default 30). Over HTTP only: an
+    /// embedded server has no addresses. Behind a proxy every request has the proxy's address.
+    public var rateLimitPerMinute: Int
+    public var rateLimitBurst: Int
 
     /// An API that checks Gatehouse tokens by introspection.
     public struct ResourceServer: Decodable, Sendable, Equatable {
@@ -160,7 +165,8 @@ public struct ServerConfiguration: Decodable, Sendable {
     private enum CodingKeys: String, CodingKey {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
             maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL, requireDPoPNonce, resourceServers,
-            cleanupInterval, cleanupBatch, idleInstallationLifetime, webSessionLifetime
+            cleanupInterval, cleanupBatch, idleInstallationLifetime, webSessionLifetime, rateLimitPerMinute,
+            rateLimitBurst
     }
 
     public init() {
@@ -180,6 +186,8 @@ public struct ServerConfiguration: Decodable, Sendable {
         cleanupInterval = 60
         cleanupBatch = 1000
         idleInstallationLifetime = 30 * 86400
+        rateLimitPerMinute = 30
+        rateLimitBurst = 30
     }
 
     public init(from decoder: any Decoder) throws {
@@ -223,6 +231,8 @@ public struct ServerConfiguration: Decodable, Sendable {
             default: 30 * 86400,
             in: 3600...31_536_000
         )
+        rateLimitPerMinute = try container.decode(Int.self, forKey: .rateLimitPerMinute, default: 30, in: 0...100_000)
+        rateLimitBurst = try container.decode(Int.self, forKey: .rateLimitBurst, default: 30, in: 1...100_000)
         guard Set(resourceServers.map(\.id)).count == resourceServers.count else {
             throw container.invalid(.resourceServers, "each resource server id must be unique")
         }

@@ -35,6 +35,8 @@ public final class TokenServer: Sendable {
     /// Sends the portal's callbacks (with mobile authentication configured).
     let callbacks: CallbackDispatcher?
     let nonces: DPoPNonces
+    /// Installations registered per client address.
+    let registrationLimiter: RateLimiter
     /// Where the transport serving this server listens, when `server.publicURL` is not set.
     private let servedAt = Mutex<String?>(nil)
 
@@ -126,6 +128,10 @@ public final class TokenServer: Sendable {
         )
         self.store = store
         nonces = DPoPNonces(secret: try store.secret("dpop-nonce"))
+        registrationLimiter = RateLimiter(
+            perMinute: configuration.rateLimitPerMinute,
+            burst: configuration.rateLimitBurst
+        )
         clock = environment.clock
         logger = environment.logger
         var audit = environment.logger
@@ -356,6 +362,22 @@ public final class TokenServer: Sendable {
         return ServerStore.ProofUse(keyThumbprint: verified.keyThumbprint, jti: verified.jti, now: now)
     }
 
+    /// Refuses the request with 429 and `Retry-After` when its address has used up `limiter`.
+    func limit(_ request: WireRequest, by limiter: RateLimiter) throws {
+        guard let address = request.clientAddress,
+            let wait = limiter.take(RateLimiter.key(forAddress: address), now: now)
+        else { return }
+        let seconds = Int(wait.rounded(.up))
+        metrics.event("rate_limited")
+        var error = ServerError(
+            429,
+            "too_many_requests",
+            "Too many requests from this address; try again in \(seconds) s."
+        )
+        error.headers["Retry-After"] = String(seconds)
+        throw error
+    }
+
     func json(_ value: some Encodable, status: Int = 200) throws -> WireResponse {
         WireResponse(
             status: status,
@@ -386,6 +408,7 @@ public final class TokenServer: Sendable {
     }
 
     private func registerClient(_ request: WireRequest) async throws -> WireResponse {
+        try limit(request, by: registrationLimiter)
         let body = try decodeBody(ClientRegistrationRequest.self, request)
         let proof = try proof(request)
         guard body.publicKey.verifyingKey() != nil else {

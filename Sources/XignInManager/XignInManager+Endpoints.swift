@@ -93,8 +93,18 @@ extension XignInManager {
         let body = try decode(PinEvaluationRequest.self, request)
         let now = now
         guard let code = body.activationCode else {
-            // Registration: a fresh key for this account-to-be.
+            // Registration: a fresh key for this account-to-be, stored for ten minutes, so the
+            // number one source may ask for is limited.
             try requireOpen()
+            if let address = request.clientAddress,
+                let wait = evaluationLimiter.take(RateLimiter.key(forAddress: address), now: now)
+            {
+                throw Refusal(
+                    429,
+                    "too_many_requests",
+                    "Too many PIN evaluations from this address; try again in \(Int(wait.rounded(.up))) s."
+                )
+            }
             let keyBytes = P384._VOPRF.PrivateKey().rawRepresentation
             let (evaluation, publicKey) = try await evaluate(body.blinded, keyBytes: keyBytes)
             let token = Self.randomToken()

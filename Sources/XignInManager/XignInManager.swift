@@ -24,6 +24,8 @@ public final class XignInManager: ServerExtension {
     let clock: any WallClock
     let cpuWork: any CPUWorkExecutor
     let logger: Logger
+    /// Anonymous PIN evaluations per client address.
+    let evaluationLimiter: RateLimiter
     let maxRequestBytes = 65536
 
     public init(
@@ -39,6 +41,10 @@ public final class XignInManager: ServerExtension {
         clock = environment.clock
         cpuWork = environment.cpuWork
         logger = environment.logger
+        evaluationLimiter = RateLimiter(
+            perMinute: configuration.evaluationsPerMinute,
+            burst: configuration.evaluationsPerMinute
+        )
         var database = Configuration()
         database.label = "gatehouse.xignin"
         database.busyMode = .timeout(10)

@@ -113,10 +113,13 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
     public var activationCodeLifetime: Int
     /// Wrong activation PINs before a code is locked (1–20, default 5).
     public var maxActivationAttempts: Int
+    /// Anonymous PIN evaluations (each stores a key for ten minutes) one client address may ask
+    /// for a minute (0–10000, default 30; 0: no limit).
+    public var evaluationsPerMinute: Int
 
     private enum CodingKeys: String, CodingKey {
         case managerURL, registration, thirdPartyName, pin, alias, emailMaxLength, blockedEmailDomains, categories,
-            serviceMappings, activationCodeLifetime, maxActivationAttempts
+            serviceMappings, activationCodeLifetime, maxActivationAttempts, evaluationsPerMinute
     }
 
     public init(from decoder: any Decoder) throws {
@@ -147,6 +150,7 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
             in: 60...2_592_000
         )
         maxActivationAttempts = try container.decode(Int.self, forKey: .maxActivationAttempts, default: 5, in: 1...20)
+        evaluationsPerMinute = try container.decode(Int.self, forKey: .evaluationsPerMinute, default: 30, in: 0...10000)
     }
 
     /// The personal information a category collects, with the manager's validators.

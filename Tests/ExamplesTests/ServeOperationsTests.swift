@@ -148,6 +148,49 @@ struct ServeOperationsTests {
         #expect(open.isEmpty, "\(open.count) of \(attack.count) connections still open")
     }
 
+    @Test("Installations, anonymous PIN evaluations and password checks are limited per client address")
+    func limitsPerAddress() async throws {
+        let directory = try scratchDirectory("gatehouse-ratelimit")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let example = try String(
+            contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
+            encoding: .utf8
+        )
+        let manifest = directory.appendingPathComponent("server.yaml")
+        try example.replacingOccurrences(
+            of: "server:\n",
+            with: "server:\n  rateLimitPerMinute: 1\n  rateLimitBurst: 2\n"
+        )
+        .replacingOccurrences(of: "login:\n", with: "login:\n  passwordChecksPerMinute: 2\n")
+        .replacingOccurrences(of: "xignin:\n", with: "xignin:\n  evaluationsPerMinute: 2\n")
+        .write(to: manifest, atomically: true, encoding: .utf8)
+        let (server, url) = try await startServer(in: directory, manifest: ["--manifest", manifest.path])
+        defer { server.process.terminate() }
+
+        // The limit is taken before anything is read, so even refused requests use it up.
+        for (path, body, contentType) in [
+            ("/v1/clients", "{}", "application/json"),
+            ("/xignin/v1/pin/evaluate", #"{"blinded": "AAAA"}"#, "application/json"),
+            ("/login/authorize", "username=a%40b.de&password=x", "application/x-www-form-urlencoded"),
+        ] {
+            var statuses: [Int] = []
+            var retryAfter: String?
+            for _ in 0..<3 {
+                var request = URLRequest(url: try #require(URL(string: url + path)))
+                request.httpMethod = "POST"
+                request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+                request.httpBody = Data(body.utf8)
+                let (_, response) = try await URLSession.shared.data(for: request)
+                let http = try #require(response as? HTTPURLResponse)
+                statuses.append(http.statusCode)
+                retryAfter = http.value(forHTTPHeaderField: "Retry-After") ?? retryAfter
+            }
+            #expect(statuses.prefix(2).allSatisfy { $0 != 429 }, "\(path): \(statuses)")
+            #expect(statuses.last == 429, "\(path): \(statuses)")
+            if path == "/v1/clients" { #expect(retryAfter.flatMap { Int($0) }.map { (1...60).contains($0) } == true) }
+        }
+    }
+
     @Test("SIGTERM with a request half-sent ends the server within the shutdown timeout")
     func boundedShutdown() async throws {
         let directory = try scratchDirectory("gatehouse-shutdown")
