@@ -7,12 +7,16 @@ extension Data {
             .replacingOccurrences(of: "=", with: "")
     }
 
-    /// Decodes base64url without padding; `nil` for anything else (padding, `+`, `/`, white space).
+    /// Decodes canonical base64url without padding; `nil` for anything else (padding, `+`, `/`,
+    /// white space, or unused low bits set in the last character, which would let many texts
+    /// stand for one value).
     public init?(base64URLEncoded text: some StringProtocol) {
         guard text.utf8.allSatisfy({ Self.isBase64URLByte($0) }), text.utf8.count % 4 != 1 else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        self.init(base64Encoded: base64)
+        guard let decoded = Data(base64Encoded: base64), decoded.base64URLEncodedString.utf8.elementsEqual(text.utf8)
+        else { return nil }
+        self = decoded
     }
 
     private static func isBase64URLByte(_ byte: UInt8) -> Bool {

@@ -40,12 +40,8 @@ public struct PublicJWK: Codable, Hashable, Sendable {
     }
 
     /// The key for any supported curve, when this is a valid key whose coordinates are in
-    /// canonical base64url (one key, one thumbprint).
+    /// canonical base64url (one key, one thumbprint; the decoder refuses any other form).
     public func verifyingKey() -> DPoP.VerifyingKey? {
-        func canonical(_ text: String?) -> Bool {
-            text.map { Data(base64URLEncoded: $0)?.base64URLEncodedString == $0 } ?? true
-        }
-        guard canonical(x), canonical(y) else { return nil }
         switch (kty, crv) {
         case ("EC", "P-256"):
             guard let x = Data(base64URLEncoded: x), let y = y.flatMap({ Data(base64URLEncoded: $0) }), x.count == 32,

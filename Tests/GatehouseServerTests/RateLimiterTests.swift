@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseProtocol
 import Testing
 
