@@ -7,6 +7,7 @@ public enum TOTPAuthenticatorPlugin: CustomAuthenticatorPlugin {
     public typealias Configuration = TOTP
     public static let typeIdentifier: PluginTypeIdentifier = "example.totp"
     public static let summary = "Time-based one-time passwords (RFC 6238) from a device-made secret"
+    public static let publishedConfigurationKeys: Set<String> = ["digits", "period"]  // the device needs both
     public static func makeDevice(configuration: TOTP, context: PluginContext) -> TOTP { configuration }
     public static func makeService(configuration: TOTP, context: PluginContext) -> TOTP { configuration }
 }

@@ -167,6 +167,10 @@ public enum BrowserIdentityProviderPlugin: IdentityProviderPlugin {
     }
 
     public static let typeIdentifier: PluginTypeIdentifier = "idp.browser"
+    /// The client half opens the authorization URL and listens on the redirect URI.
+    public static let publishedConfigurationKeys: Set<String> = [
+        "authorizationURL", "clientID", "redirectURI", "scope",
+    ]
     public static let summary = "Registration through a browser login: authorization code with PKCE"
 
     public static func makeIdentityProvider(

@@ -218,12 +218,6 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
             } else {
                 url = nil
             }
-            guard (handler == nil) != (url == nil) else {
-                throw container.invalid(
-                    .handler,
-                    "give exactly one of handler (an in-process API) or url (an HTTP API)"
-                )
-            }
         }
     }
 
@@ -239,6 +233,13 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
 
     public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
     {
+        // Checked here, not when decoding: the client half is built without the server's settings.
+        guard (configuration.handler == nil) != (configuration.url == nil) else {
+            throw ConfigurationError(
+                path: [.key("handler")],
+                problem: "give exactly one of handler (an in-process API) or url (an HTTP API)"
+            )
+        }
         let api: any CustomRegistrationAPI
         if let url = configuration.url {
             api = HTTPCustomRegistrationAPI(url: url)

@@ -64,3 +64,11 @@ public enum AuthenticatorFilter: Sendable {
     case nonRegistered
     case all
 }
+
+/// A profile as the device knows it, without its secrets.
+public struct ProfileSummary: Sendable, Hashable {
+    public var profile: UserProfile
+    /// The id of the identity provider the user registered with.
+    public var identityProvider: String
+    public var registeredAt: Date
+}

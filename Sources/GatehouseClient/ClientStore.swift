@@ -128,6 +128,23 @@ final class ClientStore: Sendable {
         }.map(UserProfile.init)
     }
 
+    /// Each profile with the identity provider it registered with and when, oldest first.
+    func profileSummaries(server: String) throws -> [ProfileSummary] {
+        try queue.read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT id, identity_provider, created_at FROM profiles WHERE server = ? ORDER BY created_at, id",
+                arguments: [server]
+            ).map {
+                ProfileSummary(
+                    profile: UserProfile(id: $0["id"]),
+                    identityProvider: $0["identity_provider"],
+                    registeredAt: Date(timeIntervalSince1970: $0["created_at"])
+                )
+            }
+        }
+    }
+
     func profile(_ id: String, server: String) throws -> StoredProfile? {
         guard
             let row = try queue.read({ db in

@@ -18,8 +18,13 @@ public struct HTTPTransport: TokenServerTransport {
     }
 
     public func send(_ request: WireRequest) async throws -> WireResponse {
-        guard let url = URL(string: baseURL + request.path) else {
-            throw GenericError(.configurationInvalid, message: "The server URL \(baseURL) is not valid.")
+        guard let url = URL(string: baseURL + request.path), ["http", "https"].contains(url.scheme ?? ""),
+            url.host?.isEmpty == false
+        else {
+            throw GenericError(
+                .configurationInvalid,
+                message: "The server URL \(baseURL) is not valid: use http:// or https:// and a host name."
+            )
         }
         var urlRequest = URLRequest(url: url, timeoutInterval: timeout)
         urlRequest.httpMethod = request.method
@@ -36,7 +41,7 @@ public struct HTTPTransport: TokenServerTransport {
             default:
                 throw GenericError(
                     .serverNotReachable,
-                    message: "The token server at \(baseURL) could not be reached.",
+                    message: "The token server at \(baseURL) could not be reached: \(Self.reason(error)).",
                     underlying: error
                 )
             }
@@ -47,6 +52,21 @@ public struct HTTPTransport: TokenServerTransport {
             if let name = name as? String, let value = value as? String { headers[name] = value }
         }
         return WireResponse(status: http.statusCode, headers: headers, body: data)
+    }
+
+    /// Why a request failed, in words a person at a terminal can act on.
+    static func reason(_ error: URLError) -> String {
+        switch error.code {
+        case .cannotConnectToHost: "the connection was refused (is the server running on that port?)"
+        case .cannotFindHost, .dnsLookupFailed: "the host name is unknown"
+        case .timedOut: "no answer in time"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+            .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+            "the TLS connection failed (\(error.localizedDescription))"
+        case .badURL, .unsupportedURL: "the URL is not usable"
+        case .badServerResponse: "the answer was not HTTP (is it the right port?)"
+        default: error.localizedDescription
+        }
     }
 
     /// The server's answer as it is: redirects are returned, not followed (a token server sends

@@ -57,6 +57,9 @@ public actor UserClient {
     /// The profiles registered on this device for this server.
     public func userProfiles() throws -> [UserProfile] { try store.profiles(server: server) }
 
+    /// The profiles on this device with the identity provider each registered with, oldest first.
+    public func userProfileSummaries() throws -> [ProfileSummary] { try store.profileSummaries(server: server) }
+
     /// The profile with a session, if any.
     public var authenticatedUserProfile: UserProfile? { session?.profile }
 

@@ -45,7 +45,7 @@ struct Fetch: AsyncParsableCommand {
             throw ValidationError("\(url) is not an http or https URL.")
         }
         do {
-            let client = try CommandSupport.client(device, manifest: manifest)
+            let client = try await CommandSupport.client(device, manifest: manifest)
             switch access {
             case .user:
                 let chosen = try await CommandSupport.profile(profile, of: client)
@@ -91,7 +91,7 @@ struct WebLogin: AsyncParsableCommand {
     func run() async throws {
         guard let targetURL = URL(string: target) else { throw ValidationError("\(target) is not a URL.") }
         do {
-            let client = try CommandSupport.client(device, manifest: manifest)
+            let client = try await CommandSupport.client(device, manifest: manifest)
             let chosen = try await CommandSupport.profile(profile, of: client)
             _ = try await client.authenticateUser(chosen, delegate: TerminalDelegate())
             let login = try await client.appToWebSingleSignOn(targetURL: targetURL)

@@ -35,7 +35,7 @@ struct Authenticators: AsyncParsableCommand {
             default: throw ValidationError("--show takes registered, non-registered or all.")
             }
             do {
-                let client = try CommandSupport.client(options.device, manifest: options.manifest)
+                let client = try await CommandSupport.client(options.device, manifest: options.manifest)
                 let profile = try await CommandSupport.profile(options.profile, of: client)
                 for info in try await client.authenticators(filter, for: profile) {
                     let marks =
@@ -100,7 +100,7 @@ struct Authenticators: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let client = try CommandSupport.client(options.device, manifest: options.manifest)
+                let client = try await CommandSupport.client(options.device, manifest: options.manifest)
                 let profile = try await CommandSupport.profile(options.profile, of: client)
                 try await client.setPreferredAuthenticator(authenticator, for: profile)
                 print("\(authenticator) is now preferred for \(profile.id).")
@@ -137,7 +137,7 @@ extension CommandSupport {
         _ body: (UserClient, UserProfile) async throws -> Void
     ) async throws {
         do {
-            let client = try CommandSupport.client(options.device, manifest: options.manifest)
+            let client = try await CommandSupport.client(options.device, manifest: options.manifest)
             let profile = try await CommandSupport.profile(options.profile, of: client)
             try await client.authenticateUser(profile, delegate: TerminalDelegate())
             try await body(client, profile)

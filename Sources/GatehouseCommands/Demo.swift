@@ -39,7 +39,7 @@ struct Demo: AsyncParsableCommand {
                 "gatehouse-demo-\(UUID().uuidString.prefix(8))"
             )
         let logger = CommandSupport.logger("gatehouse.demo")
-        let manifest = try CommandSupport.manifest(manifest.manifest)
+        let manifest = try CommandSupport.manifest(manifest.serverManifest)
         let registry = try CommandSupport.registry
         var environment = CommandSupport.environment(logger: logger)
         // The hosted login, when the manifest has one, as `gatehouse serve` mounts it.
@@ -227,7 +227,9 @@ actor DemoDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegist
             print("   ← refused: \(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]")
         }
         let left =
-            challenge.remainingFailureCount.map { "\($0) of \(challenge.maxFailureCount) attempts left" }
+            challenge.remainingFailureCount.map {
+                "\($0) of \(challenge.maxFailureCount) \(challenge.maxFailureCount == 1 ? "attempt" : "attempts") left"
+            }
             ?? "no attempt limit"
         guard !pins.isEmpty else { return .cancel }
         let next = pins.removeFirst()

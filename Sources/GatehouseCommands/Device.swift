@@ -18,23 +18,48 @@ enum Terminal {
         return readLine(strippingNewline: true)
     }
 
+    static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 }
+
     static func askSecret(_ prompt: String) -> String? {
         FileHandle.standardError.write(Data(prompt.utf8))
-        guard isatty(STDIN_FILENO) == 1 else { return readLine(strippingNewline: true) }
-        var original = termios()
-        tcgetattr(STDIN_FILENO, &original)
-        var silent = original
+        guard isInteractive else { return readLine(strippingNewline: true) }
+        tcgetattr(STDIN_FILENO, &echoingTerminal)
+        var silent = echoingTerminal
         silent.c_lflag &= ~tcflag_t(ECHO)
+        // Ctrl-C while echo is off must not leave the user's terminal silent.
+        let previous = signal(SIGINT) { number in
+            tcsetattr(STDIN_FILENO, TCSANOW, &echoingTerminal)
+            _ = "\n".withCString { write(STDERR_FILENO, $0, 1) }
+            signal(number, SIG_DFL)
+            raise(number)
+        }
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
         defer {
-            tcsetattr(STDIN_FILENO, TCSAFLUSH, &original)
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &echoingTerminal)
+            signal(SIGINT, previous)
             FileHandle.standardError.write(Data("\n".utf8))
         }
         return readLine(strippingNewline: true)
     }
 
+    /// A new secret, typed twice at a terminal (nothing is echoed, so a typo would go unseen);
+    /// read once from a script.
+    static func askNewSecret(_ prompt: String) -> String? {
+        while true {
+            guard let first = askSecret(prompt) else { return nil }
+            guard isInteractive else { return first }
+            guard let second = askSecret("Type it again: ") else { return nil }
+            if first == second { return first }
+            say("The two did not match; try again.")
+        }
+    }
+
     static func say(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
 }
+
+/// The terminal's settings while a secret is read, for the SIGINT handler to put back. Written
+/// only before the handler is installed.
+nonisolated(unsafe) private var echoingTerminal = termios()
 
 /// The device commands' delegate: every challenge becomes a prompt.
 struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegistrationDelegate,
@@ -64,13 +89,13 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
 
     func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse {
         if let error = challenge.error { Terminal.say("That PIN cannot be used: \(error.message)") }
-        guard let pin = Terminal.askSecret("Choose a PIN of \(challenge.pinLength) digits: ") else { return .cancel }
+        guard let pin = Terminal.askNewSecret("Choose a PIN of \(challenge.pinLength) digits: ") else { return .cancel }
         return .pin(PIN(pin))
     }
 
     func pin(_ challenge: PinChallenge) -> PinResponse {
         if let error = challenge.error { Terminal.say(error.message) }
-        let left = challenge.remainingFailureCount.map { " (\($0) attempts left)" } ?? ""
+        let left = challenge.remainingFailureCount.map { " (\($0) \($0 == 1 ? "attempt" : "attempts") left)" } ?? ""
         guard let pin = Terminal.askSecret("PIN\(left): ") else { return .cancel }
         return .pin(PIN(pin))
     }
@@ -129,7 +154,7 @@ struct Register: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let client = try CommandSupport.client(device, manifest: manifest)
+            let client = try await CommandSupport.client(device, manifest: manifest)
             let result = try await client.registerUser(identityProvider: identityProvider, delegate: TerminalDelegate())
             print("Registered profile \(result.profile.id) with \(result.identityProvider.name).")
         } catch {
@@ -154,7 +179,7 @@ struct Login: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let client = try CommandSupport.client(device, manifest: manifest)
+            let client = try await CommandSupport.client(device, manifest: manifest)
             let chosen = try await CommandSupport.profile(profile, of: client)
             let info = try await client.authenticateUser(
                 chosen,
@@ -183,8 +208,14 @@ struct Profiles: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let client = try CommandSupport.client(device, manifest: manifest)
-            for profile in try await client.userProfiles() { print(profile.id) }
+            // Only what this device holds: no server is asked.
+            let client = try CommandSupport.offlineClient(device)
+            let summaries = try await client.userProfileSummaries()
+            if summaries.isEmpty { print("No profiles on this device for \(device.server).") }
+            for summary in summaries {
+                let registered = summary.registeredAt.formatted(.iso8601.year().month().day())
+                print("\(summary.profile.id)  identity provider \(summary.identityProvider), registered \(registered)")
+            }
         } catch {
             throw CommandSupport.fail(error)
         }
@@ -204,7 +235,7 @@ struct Deregister: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let client = try CommandSupport.client(device, manifest: manifest)
+            let client = try await CommandSupport.client(device, manifest: manifest)
             try await client.deregisterUser(UserProfile(id: profile))
             print("Deregistered profile \(profile).")
         } catch {

@@ -21,6 +21,9 @@ public enum GatehouseCommandLine {
         }
     }
 
+    /// The version `gatehouse --version` prints.
+    public static let version = "0.11.0"
+
     /// The context of the running command; scoped to ``main(registry:services:)``, never global.
     @TaskLocal static var context: Context?
 
@@ -37,6 +40,7 @@ struct Gatehouse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gatehouse",
         abstract: "Gatehouse token server, demo and device commands.",
+        version: GatehouseCommandLine.version,
         subcommands: [
             Serve.self, Demo.self, Register.self, Login.self, Profiles.self, Deregister.self, Authenticators.self,
             ChangePin.self, Fetch.self, WebLogin.self, XignIn.self, DeviceCommands.self, PortalCommands.self,

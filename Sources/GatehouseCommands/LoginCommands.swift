@@ -33,11 +33,11 @@ struct UserCommands: AsyncParsableCommand {
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
             guard
                 let login = try CommandSupport.login(
-                    try CommandSupport.manifest(manifest.manifest),
+                    try CommandSupport.manifest(manifest.serverManifest),
                     database: database,
                     environment: environment
                 )
-            else { throw ValidationError("\(manifest.manifest) has no login section.") }
+            else { throw ValidationError("\(manifest.serverManifest) has no login section.") }
             return login
         }
     }

@@ -34,7 +34,7 @@ struct DeviceCommands: AsyncParsableCommand {
                 guard let platform = PushPlatform(rawValue: platform) else {
                     throw ValidationError("--platform is one of events, apns, fcm.")
                 }
-                let client = try CommandSupport.client(device, manifest: manifest)
+                let client = try await CommandSupport.client(device, manifest: manifest)
                 let chosen = try await CommandSupport.profile(profile, of: client)
                 try await client.authenticateUser(chosen, authenticator: "pin", delegate: TerminalDelegate())
                 try await client.enrollForMobileAuth()
@@ -70,7 +70,7 @@ struct DeviceCommands: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let client = try CommandSupport.client(device, manifest: manifest)
+                let client = try await CommandSupport.client(device, manifest: manifest)
                 let chosen = try await CommandSupport.profile(profile, of: client)
                 guard try await client.isUserEnrolledForMobileAuth(chosen) else {
                     throw MobileAuthRequestError(.notEnrolled, message: "Enrol first: gatehouse device enrol.")
@@ -110,7 +110,7 @@ struct DeviceCommands: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let client = try CommandSupport.client(device, manifest: manifest)
+                let client = try await CommandSupport.client(device, manifest: manifest)
                 for request in try await client.pendingPushMobileAuthRequests() {
                     CommandSupport.output("\(request.transactionID)  \(request.profile.id)  \(request.message)")
                 }

@@ -69,6 +69,7 @@ struct Serve: AsyncParsableCommand {
         let created = CreatedFiles(database: settings.database)
         let registry = PrometheusCollectorRegistry()
         let server: TokenServer
+        var xignin: XignInManager?
         do {
             var environment = CommandSupport.environment(logger: logger)
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
@@ -85,7 +86,9 @@ struct Serve: AsyncParsableCommand {
             if loaded.sections["xignin"] != nil {
                 let directory = URL(fileURLWithPath: settings.database).deletingLastPathComponent()
                     .appendingPathComponent("xignin")
-                extensions.append(try XignInManager(manifest: loaded, directory: directory, environment: environment))
+                let manager = try XignInManager(manifest: loaded, directory: directory, environment: environment)
+                extensions.append(manager)
+                xignin = manager
             }
             server = try TokenServer(
                 manifest: loaded,
@@ -97,10 +100,22 @@ struct Serve: AsyncParsableCommand {
             )
         } catch {
             created.remove()
-            throw CommandSupport.fail(error)
+            // A manifest that cannot be used is a configuration error (EX_CONFIG), not worth a
+            // service manager's restart.
+            _ = CommandSupport.fail(error)
+            throw ExitCode(78)
+        }
+        if server.configuration.publicURL == nil, ["0.0.0.0", "::", "[::]"].contains(settings.host) {
+            logger.warning(
+                """
+                Listening on every address without server.publicURL: DPoP proofs are checked against \
+                http://\(settings.host):\(settings.port), which no client uses. Set server.publicURL to the URL clients reach.
+                """
+            )
         }
         let host = settings.host
         let listening = Listening()
+        let manager = xignin
         let application = HTTPTokenServer.application(
             server: server,
             host: host,
@@ -110,6 +125,8 @@ struct Serve: AsyncParsableCommand {
             logger: logger
         ) { port in
             listening.mark()
+            // Told after the server learnt its own address: the manager's URL derives from it.
+            manager?.served(at: server.publicURL)
             // Unbuffered, so scripts waiting for this line see it at once.
             FileHandle.standardOutput.write(Data("Gatehouse token server listening on http://\(host):\(port)\n".utf8))
         }

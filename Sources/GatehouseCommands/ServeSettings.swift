@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import GatehouseProtocol
 import GatehouseServer
 import Logging
 
@@ -162,10 +163,6 @@ enum DataFolders {
 
     /// Creates `folder` (and missing parents) readable by the user only.
     static func createPrivate(_ folder: URL) throws {
-        try FileManager.default.createDirectory(
-            at: folder,
-            withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700]
-        )
+        try PrivateFiles.createFolder(folder)
     }
 }

@@ -6,13 +6,24 @@ import GatehouseClient
 import GatehouseKernel
 import GatehouseLogin
 import GatehousePlugins
+import GatehouseProtocol
 import GatehouseYAML
 import Logging
 
 /// Options every command that reads a manifest shares.
 struct ManifestOptions: ParsableArguments {
-    @Option(help: "The manifest (JSON or YAML) naming the plugins and the server settings.")
-    var manifest: String = "Examples/manifests/server.yaml"
+    @Option(
+        help: """
+            A manifest (JSON or YAML) naming the plugins. Device commands default to what the server publishes at \
+            /v1/configuration; server-side commands to $GATEHOUSE_MANIFEST, else Examples/manifests/server.yaml.
+            """
+    )
+    var manifest: String?
+
+    /// The manifest a server-side command (demo, users) reads.
+    var serverManifest: String {
+        manifest ?? ProcessInfo.processInfo.environment["GATEHOUSE_MANIFEST"] ?? "Examples/manifests/server.yaml"
+    }
 }
 
 /// Options of the device commands.
@@ -74,24 +85,70 @@ enum CommandSupport {
         PluginEnvironment(logger: logger, services: services)
     }
 
-    /// A client for a server over HTTP, with the manifest's client halves.
-    static func client(_ device: DeviceOptions, manifest: ManifestOptions) throws -> UserClient {
+    /// A client for a server over HTTP, with the client halves of the server's plugins: as the
+    /// server publishes them at `/v1/configuration`, or from `--manifest` when given.
+    static func client(_ device: DeviceOptions, manifest: ManifestOptions) async throws -> UserClient {
         let logger = logger("gatehouse.client")
-        let plugins = try registry.load(
-            try self.manifest(manifest.manifest),
-            environment: environment(logger: logger),
-            sides: .client
-        )
+        let transport = HTTPTransport(baseURL: device.server)
+        let source: Manifest
+        if let path = manifest.manifest {
+            source = try self.manifest(path)
+        } else {
+            source = try await published(by: transport)
+        }
+        let plugins = try registry.load(source, environment: environment(logger: logger), sides: .client)
         return try UserClient(
             configuration: ClientConfiguration(
                 dataDirectory: URL(fileURLWithPath: device.dataDir),
-                transport: HTTPTransport(baseURL: device.server),
+                transport: transport,
                 appID: device.appID,
                 plugins: plugins,
                 logger: logger
             )
         )
     }
+
+    /// A client for what stays on the device (its profiles): no server, no plugins.
+    static func offlineClient(_ device: DeviceOptions) throws -> UserClient {
+        try UserClient(
+            configuration: ClientConfiguration(
+                dataDirectory: URL(fileURLWithPath: device.dataDir),
+                transport: HTTPTransport(baseURL: device.server),
+                appID: device.appID,
+                plugins: .none,
+                logger: logger("gatehouse.client")
+            )
+        )
+    }
+
+    /// The server's authenticators and identity providers as a manifest of their client halves,
+    /// with this device's own settings added (the command line's shared simulated sensor).
+    static func published(by transport: HTTPTransport) async throws -> Manifest {
+        let response = try await transport.send(WireRequest(method: "GET", path: Endpoint.configuration))
+        guard response.status == 200 else {
+            throw GenericError(
+                .serverNotReachable,
+                message: "\(transport.baseURL)\(Endpoint.configuration) answered HTTP \(response.status)."
+            )
+        }
+        let published = try WireCoding.decode(ServerConfigurationResponse.self, from: response.body)
+        func entry(_ id: String, _ type: String, _ name: String, _ config: ConfigValue?) -> ConfigValue {
+            var values: [String: ConfigValue] = [:]
+            if case .object(let object) = config { values = object }
+            for (key, value) in deviceSettings[type] ?? [:] { values[key] = value }
+            return .object(["id": .string(id), "type": .string(type), "name": .string(name), "config": .object(values)])
+        }
+        let value = ConfigValue.object([
+            "authenticators": .list(published.authenticators.map { entry($0.id, $0.type, $0.name, $0.config) }),
+            "identityProviders": .list(published.identityProviders.map { entry($0.id, $0.type, $0.name, $0.config) }),
+        ])
+        return try Manifest(value, source: "the configuration of \(transport.baseURL)")
+    }
+
+    /// Settings that belong to this device rather than to the server, by plugin type.
+    static let deviceSettings: [String: [String: ConfigValue]] = [
+        "biometric.simulated": ["sensor": "simulated-sensor"]
+    ]
 
     /// The profile named by `--profile`, or the device's only one.
     static func profile(_ option: String?, of client: UserClient) async throws -> UserProfile {

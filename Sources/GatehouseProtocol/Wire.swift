@@ -75,16 +75,19 @@ public struct ServerConfigurationResponse: Codable, Sendable {
         public var type: String
         public var name: String
         public var isDefault: Bool
+        /// The configuration the plugin publishes for its client half (absent: none).
+        public var config: ConfigValue?
 
-        public init(id: String, type: String, name: String, isDefault: Bool) {
+        public init(id: String, type: String, name: String, isDefault: Bool, config: ConfigValue? = nil) {
             self.id = id
             self.type = type
             self.name = name
             self.isDefault = isDefault
+            self.config = config
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, type, name
+            case id, type, name, config
             case isDefault = "is_default"
         }
     }
@@ -95,12 +98,15 @@ public struct ServerConfigurationResponse: Codable, Sendable {
         public var name: String
         /// `pin`, `biometric` or `custom`.
         public var kind: AuthenticatorKind
+        /// The configuration the plugin publishes for its client half (absent: none).
+        public var config: ConfigValue?
 
-        public init(id: String, type: String, name: String, kind: AuthenticatorKind) {
+        public init(id: String, type: String, name: String, kind: AuthenticatorKind, config: ConfigValue? = nil) {
             self.id = id
             self.type = type
             self.name = name
             self.kind = kind
+            self.config = config
         }
     }
 

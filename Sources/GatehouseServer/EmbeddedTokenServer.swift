@@ -7,6 +7,10 @@ import Logging
 /// The token server in-process: the same ``TokenServer`` an HTTP deployment runs, with its
 /// SQLite state in a directory the caller names, reached without a socket. An app or a test runs
 /// every flow with no separate service.
+///
+/// - Important: The PIN's protection against offline guessing needs a remote server: here the
+///   OPRF keys and the failure counter sit in the app's own data, beside the sealed key, so a copy
+///   of that data can be tried against every PIN. It logs a warning saying so when it starts.
 public struct EmbeddedTokenServer: TokenServerTransport {
     public let server: TokenServer
     /// The in-process server's URL in DPoP proofs, unless `server.publicURL` names another.

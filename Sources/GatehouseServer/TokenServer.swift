@@ -35,6 +35,8 @@ public final class TokenServer: Sendable {
     /// Sends the portal's callbacks (with mobile authentication configured).
     let callbacks: CallbackDispatcher?
     let nonces: DPoPNonces
+    /// What each authenticator and identity provider publishes for its client half, by id.
+    let publishedConfiguration: [String: ConfigValue]
     /// Installations registered per client address.
     let registrationLimiter: RateLimiter
     /// Where the transport serving this server listens, when `server.publicURL` is not set.
@@ -128,6 +130,13 @@ public final class TokenServer: Sendable {
         )
         self.store = store
         nonces = DPoPNonces(secret: try store.secret("dpop-nonce"))
+        publishedConfiguration = Dictionary(
+            manifest.entries.filter { $0.kind != .validator }.compactMap { entry in
+                let published = registry.publishedConfiguration(of: entry)
+                return published == .object([:]) ? nil : (entry.id, published)
+            },
+            uniquingKeysWith: { first, _ in first }
+        )
         registrationLimiter = RateLimiter(
             perMinute: configuration.rateLimitPerMinute,
             burst: configuration.rateLimitBurst
@@ -136,6 +145,8 @@ public final class TokenServer: Sendable {
         logger = environment.logger
         var audit = environment.logger
         audit[metadataKey: "log"] = "audit"
+        // The audit trail is kept whatever level the rest of the log is set to.
+        audit.logLevel = min(audit.logLevel, .notice)
         self.audit = audit
         self.metrics = ServerMetrics(factory: metrics ?? MetricsSystem.factory)
         self.extensions = extensions
@@ -155,8 +166,10 @@ public final class TokenServer: Sendable {
         let duration = ContinuousClock.now - started
         let endpoint = endpointLabel(request.path)
         metrics.request(endpoint: endpoint, method: request.method, status: response.status, duration: duration)
-        // The endpoint's template, never the path: paths carry flow and transaction ids.
-        logger.info(
+        // The endpoint's template, never the path: paths carry flow and transaction ids. Probes
+        // (health, readiness) only at debug, so they do not drown the log.
+        logger.log(
+            level: [Endpoint.health, Endpoint.ready].contains(endpoint) ? .debug : .info,
             "Request",
             metadata: [
                 "method": "\(request.method.prefix(16))", "endpoint": "\(endpoint)", "status": "\(response.status)",
@@ -183,7 +196,10 @@ public final class TokenServer: Sendable {
             if request.header("Authorization")?.lowercased().hasPrefix("dpop ") == true { error = error.atResource() }
             logger.debug(
                 "Refused",
-                metadata: ["path": "\(request.path)", "status": "\(error.status)", "error": "\(error.body.error)"]
+                metadata: [
+                    "endpoint": "\(endpointLabel(request.path))", "status": "\(error.status)",
+                    "error": "\(error.body.error)",
+                ]
             )
             return error.response
         } catch let error as any DomainError {
@@ -191,7 +207,7 @@ public final class TokenServer: Sendable {
         } catch {
             logger.error(
                 "Request failed",
-                metadata: ["path": "\(request.path)", "error": "\(String(reflecting: error))"]
+                metadata: ["endpoint": "\(endpointLabel(request.path))", "error": "\(String(reflecting: error))"]
             )
             return ServerError(500, "server_error", "The server could not complete the request.").response
         }
@@ -397,11 +413,18 @@ public final class TokenServer: Sendable {
                     id: $0.descriptor.id,
                     type: $0.descriptor.type.rawValue,
                     name: $0.descriptor.name,
-                    isDefault: $0.descriptor.id == defaultIdentityProvider.descriptor.id
+                    isDefault: $0.descriptor.id == defaultIdentityProvider.descriptor.id,
+                    config: publishedConfiguration[$0.descriptor.id]
                 )
             },
             authenticators: authenticators.map {
-                .init(id: $0.descriptor.id, type: $0.descriptor.type.rawValue, name: $0.descriptor.name, kind: $0.kind)
+                .init(
+                    id: $0.descriptor.id,
+                    type: $0.descriptor.type.rawValue,
+                    name: $0.descriptor.name,
+                    kind: $0.kind,
+                    config: publishedConfiguration[$0.descriptor.id]
+                )
             },
             maxPinFailures: configuration.maxPinFailures
         )

@@ -12,6 +12,8 @@ import _CryptoExtras
 struct Refusal: Error {
     var status: Int
     var body: Data
+    /// `Allow` for a 405, `Retry-After` for a 429.
+    var headers: [String: String] = [:]
 
     init(_ status: Int, _ error: String, _ description: String, remaining: Int? = nil) {
         self.status = status
@@ -27,7 +29,7 @@ struct Refusal: Error {
     var response: WireResponse {
         WireResponse(
             status: status,
-            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            headers: headers.merging(["Content-Type": "application/json", "Cache-Control": "no-store"]) { $1 },
             body: body
         )
     }
@@ -99,11 +101,14 @@ extension XignInManager {
             if let address = request.clientAddress,
                 let wait = evaluationLimiter.take(RateLimiter.key(forAddress: address), now: now)
             {
-                throw Refusal(
+                let seconds = Int(wait.rounded(.up))
+                var refusal = Refusal(
                     429,
                     "too_many_requests",
-                    "Too many PIN evaluations from this address; try again in \(Int(wait.rounded(.up))) s."
+                    "Too many PIN evaluations from this address; try again in \(seconds) s."
                 )
+                refusal.headers["Retry-After"] = String(seconds)
+                throw refusal
             }
             let keyBytes = P384._VOPRF.PrivateKey().rawRepresentation
             let (evaluation, publicKey) = try await evaluate(body.blinded, keyBytes: keyBytes)

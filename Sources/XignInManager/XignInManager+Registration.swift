@@ -117,12 +117,12 @@ extension XignInManager {
                 to: email ?? accountID,
                 alias: alias,
                 activationCode: code,
-                managerURL: configuration.managerURL
+                managerURL: managerURL
             )
         )
         logger.info("XignIn registration", metadata: ["account": "\(accountID)", "category": "\(category.id)"])
         return try json(
-            ManagerRegistrationResponse(managerURL: configuration.managerURL, accountID: accountID, alias: alias),
+            ManagerRegistrationResponse(managerURL: managerURL, accountID: accountID, alias: alias),
             status: 201
         )
     }
@@ -191,7 +191,7 @@ extension XignInManager {
                 activationID: Self.randomToken(16),
                 accountID: accountID,
                 alias: code["alias"],
-                managerURL: self.configuration.managerURL
+                managerURL: self.managerURL
             )
             try db.execute(sql: "UPDATE activation_codes SET used = 1 WHERE code_hash = ?", arguments: [codeHash])
             try db.execute(

@@ -5,6 +5,7 @@ public import GatehouseKernel
 public import GatehouseProtocol
 public import GatehouseServer
 import Logging
+import Synchronization
 import XignInValidators
 import _CryptoExtras
 
@@ -27,6 +28,18 @@ public final class XignInManager: ServerExtension {
     /// Anonymous PIN evaluations per client address.
     let evaluationLimiter: RateLimiter
     let maxRequestBytes = 65536
+    /// The token server's URL, once it is served: the default manager URL derives from it.
+    private let servedAt = Mutex<String?>(nil)
+
+    /// Tells the manager the URL its token server is reached at (`serve` does once it listens).
+    public func served(at url: String) {
+        servedAt.withLock { $0 = url.hasSuffix("/") ? String(url.dropLast()) : url }
+    }
+
+    /// The URL clients are told: the configured one, else `/xignin` under the served URL.
+    var managerURL: String {
+        configuration.managerURL ?? (servedAt.withLock { $0 } ?? "http://127.0.0.1:8080") + "/xignin"
+    }
 
     public init(
         configuration: XignInManagerConfiguration,
@@ -110,7 +123,10 @@ public final class XignInManager: ServerExtension {
             case ("POST", "/xignin/v1/activations"): return try await activate(request)
             case (_, "/xignin/v1/configuration"), (_, "/xignin/v1/pin/evaluate"), (_, "/xignin/v1/registrations"),
                 (_, "/xignin/v1/activations"):
-                throw Refusal(405, "invalid_request", "\(path) does not accept \(request.method).")
+                let allowed = path == "/xignin/v1/configuration" ? "GET" : "POST"
+                var refusal = Refusal(405, "invalid_request", "\(path) accepts \(allowed) only.")
+                refusal.headers["Allow"] = allowed
+                throw refusal
             default:
                 throw Refusal(404, "not_found", "There is no endpoint \(path).")
             }
@@ -147,7 +163,7 @@ public final class XignInManager: ServerExtension {
         }
         return try json(
             ManagerConfigurationMessage(
-                managerURL: configuration.managerURL,
+                managerURL: managerURL,
                 pin: .init(minLength: configuration.pin.minLength, maxLength: configuration.pin.maxLength),
                 alias: .init(minLength: configuration.alias.minLength, maxLength: configuration.alias.maxLength),
                 emailMaxLength: configuration.emailMaxLength,

@@ -92,8 +92,9 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
         }
     }
 
-    /// The URL clients are told to use for this manager. Default `http://127.0.0.1:8080/xignin`.
-    public var managerURL: String
+    /// The URL clients are told to use for this manager. Default: `/xignin` under the URL the
+    /// token server is reached at (``XignInManager/served(at:)``).
+    public var managerURL: String?
     /// `open` (default) or `thirdParty`.
     public var registration: RegistrationMode
     /// Who handles registration when `registration` is `thirdParty`, for the error message.
@@ -124,7 +125,7 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        managerURL = try container.decode(String.self, forKey: .managerURL, default: "http://127.0.0.1:8080/xignin")
+        managerURL = try container.decodeIfPresent(String.self, forKey: .managerURL)
         registration = try container.decode(RegistrationMode.self, forKey: .registration, default: .open)
         thirdPartyName = try container.decode(String.self, forKey: .thirdPartyName, default: "a third party")
         pin = try container.decode(Length.self, forKey: .pin, default: Length(minLength: 5, maxLength: 32))

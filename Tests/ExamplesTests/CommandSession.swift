@@ -31,13 +31,18 @@ final class Session {
     let output = Collected()
     let errors = Collected()
 
-    init(_ arguments: [String], binary name: String = "gatehouse", environment: [String: String] = [:]) throws {
+    init(
+        _ arguments: [String],
+        binary name: String = "gatehouse",
+        environment: [String: String] = [:],
+        in directory: URL = packageRoot
+    ) throws {
         process.executableURL = try binary(name)
         process.arguments = arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
-        process.currentDirectoryURL = packageRoot
+        process.currentDirectoryURL = directory
         let outputPipe = Pipe()
         let errorPipe = Pipe()
         process.standardInput = input

@@ -191,6 +191,46 @@ struct ServeOperationsTests {
         }
     }
 
+    @Test("Device commands work from any folder: the plugins' client halves come from /v1/configuration")
+    func fromAnywhere() async throws {
+        let directory = try scratchDirectory("gatehouse-anywhere")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, url) = try await startServer(in: directory)
+        defer { server.process.terminate() }
+        let (status, body) = try await get(url + "/v1/configuration")
+        #expect(status == 200)
+        // The browser provider publishes what its client half opens; nothing of the server half.
+        let published = body.replacingOccurrences(of: "\\/", with: "/")
+        #expect(published.contains(#""authorizationURL":"http://127.0.0.1:8080/login/authorize""#), "\(published)")
+        #expect(!body.contains("one-time-code") && !body.contains("gatehouse-login") && !body.contains("secret"))
+
+        // No manifest in this folder, and none named: `register` learns everything from the server.
+        let elsewhere = directory.appendingPathComponent("elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        let device = ["--server", url, "--data-dir", elsewhere.appendingPathComponent("device").path]
+        let register = try Session(["register"] + device, in: elsewhere)
+        _ = try await register.waitFor("E-mail address: ")
+        register.type("ann@example.com")
+        let prompt = try await register.waitFor("Code: ")
+        let sent = try #require(prompt.range(of: "Code sent to "))
+        let digits = try #require(prompt[sent.upperBound...].range(of: #"[0-9]{6}"#, options: .regularExpression))
+        register.type(String(prompt[digits]))
+        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
+        register.type("258147")
+        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
+
+        let profiles = try Session(["profiles"] + device, in: elsewhere)
+        #expect(try await profiles.finish() == 0)
+        #expect(profiles.output.withLock { $0 }.contains("identity provider demo-api, registered "))
+
+        let refused = try Session(
+            ["login", "--server", "http://127.0.0.1:1", "--data-dir", elsewhere.path],
+            in: elsewhere
+        )
+        #expect(try await refused.finish() != 0)
+        #expect(refused.errors.withLock { $0 }.contains("the connection was refused"))
+    }
+
     @Test("SIGTERM with a request half-sent ends the server within the shutdown timeout")
     func boundedShutdown() async throws {
         let directory = try scratchDirectory("gatehouse-shutdown")

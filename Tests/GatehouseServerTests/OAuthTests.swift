@@ -243,7 +243,8 @@ struct OAuthTests {
             let lastCharacter = try #require(y.last)
             let last = try #require(alphabet.firstIndex(of: lastCharacter))
             let respelt = String(y.dropLast()) + String(alphabet[last ^ 1])  // a spare bit flipped
-            #expect(Data(base64URLEncoded: respelt) == Data(base64URLEncoded: y))
+            // The decoder itself refuses the second spelling; the key check must too.
+            #expect(Data(base64URLEncoded: respelt) == nil)
             for (name, refused) in [
                 ("private key", try proof(jwk: ["d": key.rawRepresentation.base64URLEncodedString])),
                 ("crit", try proof(header: ["crit": ["exp"]])),

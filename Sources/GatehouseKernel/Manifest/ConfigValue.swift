@@ -66,3 +66,39 @@ func quoted(_ text: String) -> String {
     }
     return result + "\""
 }
+
+/// JSON's form of a value, so configuration can travel on the wire (the server publishes its
+/// plugins' public configuration).
+extension ConfigValue: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([ConfigValue].self) {
+            self = .list(value)
+        } else {
+            self = .object(try container.decode([String: ConfigValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .list(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}

@@ -15,6 +15,14 @@ public protocol Plugin: Sendable {
     static var typeIdentifier: PluginTypeIdentifier { get }
     /// One line saying what the plugin does, for listings and start-up reports.
     static var summary: String { get }
+    /// The keys of `config` the token server publishes at `/v1/configuration`, so an app can
+    /// build this plugin's client half from the server alone. Only what is not secret and what
+    /// the client half reads; the default publishes nothing.
+    static var publishedConfigurationKeys: Set<String> { get }
+}
+
+extension Plugin {
+    public static var publishedConfigurationKeys: Set<String> { [] }
 }
 
 /// A plugin that makes validators of strings.

@@ -110,6 +110,14 @@ public struct PluginRegistry: Sendable {
         }
     }
 
+    /// The part of `entry`'s configuration its type publishes (``Plugin/publishedConfigurationKeys``):
+    /// what an app needs to build the client half, never a secret.
+    public func publishedConfiguration(of entry: Manifest.Entry) -> ConfigValue {
+        guard let keys = registrations[entry.type]?.publishedKeys, case .object(let values) = entry.configuration
+        else { return .object([:]) }
+        return .object(values.filter { keys.contains($0.key) })
+    }
+
     /// Checks every entry of `manifest` and builds its plugins. Nothing is built unless every
     /// entry is valid; the first problem is thrown as a ``ManifestError`` naming the entry.
     /// - Parameters:
@@ -216,6 +224,7 @@ public struct PluginRegistry: Sendable {
         let implementation: String
         let decode: @Sendable (ConfigValue) throws(ConfigurationError) -> any Sendable
         let make: @Sendable (any Sendable, PluginContext, PluginSides) throws -> Instance
+        var publishedKeys: Set<String> = []
 
         /// A registration without configuration: entries must have no `config` keys.
         init(
@@ -244,6 +253,7 @@ public struct PluginRegistry: Sendable {
             self.type = P.typeIdentifier
             self.summary = P.summary
             self.implementation = String(describing: plugin)
+            self.publishedKeys = P.publishedConfigurationKeys
             self.decode = { (value: ConfigValue) throws(ConfigurationError) -> any Sendable in
                 try ConfigurationDecoder().decode(P.Configuration.self, from: value)
             }
@@ -314,6 +324,9 @@ public struct LoadedPlugins: Sendable {
     public private(set) var identityProviders: [LoadedIdentityProvider] = []
 
     init(source: String) { self.source = source }
+
+    /// No plugins: for a client that only reads what its device holds (its profiles).
+    public static var none: LoadedPlugins { LoadedPlugins(source: "no plugins") }
 
     /// The authenticator with manifest id `id`.
     public func authenticator(id: String) -> LoadedAuthenticator? {
