@@ -108,8 +108,12 @@ func scratchDirectory(_ name: String) throws -> URL {
 /// Registers `email` with PIN 258147 through `gatehouse register` against a running server,
 /// reading the code from the prompt as a user would; returns the command's output.
 @discardableResult
-func registerOverCommandLine(_ device: [String], email: String = "ann@example.com") async throws -> String {
-    let register = try Session(["register"] + device)
+func registerOverCommandLine(
+    _ device: [String],
+    email: String = "ann@example.com",
+    in directory: URL = packageRoot
+) async throws -> String {
+    let register = try Session(["register"] + device, in: directory)
     _ = try await register.waitFor("E-mail address: ")
     register.type(email)
     let prompt = try await register.waitFor("Code: ")

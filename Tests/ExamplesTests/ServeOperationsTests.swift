@@ -208,16 +208,7 @@ struct ServeOperationsTests {
         let elsewhere = directory.appendingPathComponent("elsewhere")
         try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
         let device = ["--server", url, "--data-dir", elsewhere.appendingPathComponent("device").path]
-        let register = try Session(["register"] + device, in: elsewhere)
-        _ = try await register.waitFor("E-mail address: ")
-        register.type("ann@example.com")
-        let prompt = try await register.waitFor("Code: ")
-        let sent = try #require(prompt.range(of: "Code sent to "))
-        let digits = try #require(prompt[sent.upperBound...].range(of: #"[0-9]{6}"#, options: .regularExpression))
-        register.type(String(prompt[digits]))
-        _ = try await register.waitFor("Choose a PIN of 6 digits: ")
-        register.type("258147")
-        #expect(try await register.finish() == 0, "\(register.errors.withLock { $0 })")
+        try await registerOverCommandLine(device, in: elsewhere)
 
         let profiles = try Session(["profiles"] + device, in: elsewhere)
         #expect(try await profiles.finish() == 0)
