@@ -214,7 +214,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "ValidateInput",
-            dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins", "PostalCodeValidator"],
+            dependencies: [
+                "GatehouseKernel", "GatehouseYAML", "GatehousePlugins", "PostalCodeValidator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Examples/ValidateInput"
         ),
 
@@ -279,6 +282,7 @@ let package = Package(
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseClient", "GatehousePlugins", "GatehouseYAML",
                 "BiometricAuthenticator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -6,6 +6,7 @@
 // Exit status: 0 when the values were checked (1 with --strict if any was invalid), 2 when the
 // command line or the manifest is wrong.
 
+import ArgumentParser
 import Foundation
 import GatehouseKernel
 import GatehousePlugins
@@ -21,31 +22,42 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-let usage = "usage: validate-input --manifest FILE [--strict] [id=value | id=- …]"
-var manifestPath: String?
-var strict = false
-var pairs: [(id: String, value: String)] = []
-var arguments = CommandLine.arguments.dropFirst()
-while let argument = arguments.popFirst() {
-    switch argument {
-    case "--manifest":
-        guard let path = arguments.popFirst() else { fail(usage) }
-        manifestPath = path
-    case "--strict":
-        strict = true
-    case "--help", "-h":
-        print(usage)
-        exit(0)
-    default:
-        guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
-            fail("not an id=value pair: \(argument)\n\(usage)")
-        }
-        var value = String(argument[argument.index(after: equals)...])
-        if value == "-" { value = readLine(strippingNewline: true) ?? "" }
-        pairs.append((String(argument[..<equals]), value))
-    }
+struct Options: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate-input",
+        abstract: "Loads a manifest, then checks id=value pairs with the validators it names."
+    )
+
+    @Option(help: "The manifest (JSON or YAML) naming the validators.")
+    var manifest: String
+
+    @Flag(help: "Exit 1 when any value is invalid.")
+    var strict = false
+
+    @Argument(help: "id=value pairs to check; a value of - is read from standard input.")
+    var pairs: [String] = []
 }
-guard let manifestPath else { fail(usage) }
+
+let options: Options
+do {
+    options = try Options.parse()
+} catch {
+    // Help is not a failure; a wrong command line exits 2, as a wrong manifest does.
+    let code = Options.exitCode(for: error)
+    FileHandle.standardError.write(Data((Options.fullMessage(for: error) + "\n").utf8))
+    exit(code == .success ? 0 : 2)
+}
+let manifestPath = options.manifest
+let strict = options.strict
+var pairs: [(id: String, value: String)] = []
+for argument in options.pairs {
+    guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
+        fail("not an id=value pair: \(argument)\n\(Options.helpMessage())")
+    }
+    var value = String(argument[argument.index(after: equals)...])
+    if value == "-" { value = readLine(strippingNewline: true) ?? "" }
+    pairs.append((String(argument[..<equals]), value))
+}
 
 // The built-in plugins, plus one written by an integrator: registering it is one line.
 let registry: PluginRegistry

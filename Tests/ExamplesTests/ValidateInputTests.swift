@@ -103,6 +103,7 @@ struct ValidateInputTests {
 
         let usage = try run([])
         #expect(usage.status == 2)
-        #expect(usage.errors.hasPrefix("usage: validate-input"))
+        #expect(usage.errors.hasPrefix("Error: Missing expected argument '--manifest <manifest>'"))
+        #expect(usage.errors.contains("USAGE: validate-input --manifest <manifest> [--strict]"))
     }
 }
