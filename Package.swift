@@ -49,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        // The server side's own HTTP calls (callbacks, webhooks, introspection).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // The kernel: protocols, registry, manifest schema, challenges, errors. Foundation and swift-log only.
@@ -66,11 +68,20 @@ let package = Package(
             name: "GatehouseProtocol",
             dependencies: ["GatehouseKernel", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // The server side's outbound HTTP calls through AsyncHTTPClient: timeouts, no redirects.
+        .target(
+            name: "GatehouseOutbound",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // The token server as a library: HTTP through Hummingbird, state in SQLite through GRDB.
         .target(
             name: "GatehouseServer",
             dependencies: [
-                "GatehouseKernel", "GatehouseProtocol", "GatehouseYAML", "GatehousePlugins",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseYAML", "GatehousePlugins", "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -90,7 +101,7 @@ let package = Package(
         .target(
             name: "GatehouseResourceServer",
             dependencies: [
-                "GatehouseKernel", "GatehouseProtocol",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -147,7 +158,7 @@ let package = Package(
         .target(
             name: "XignInManager",
             dependencies: [
-                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "XignInValidators",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "XignInValidators", "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

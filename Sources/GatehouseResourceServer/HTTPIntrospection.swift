@@ -1,11 +1,8 @@
 import Crypto
 public import Foundation
+import GatehouseOutbound
 public import GatehouseProtocol
 import Synchronization
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Introspection over HTTP (RFC 7662) at the token server's `/v1/introspect`, as a resource
 /// server with HTTP Basic credentials (the manifest's `server.resourceServers`).
@@ -17,7 +14,7 @@ public final class HTTPIntrospection: TokenIntrospecting {
     public let endpoint: URL
     public let cacheLifetime: TimeInterval
     let authorization: String
-    let session: URLSession
+    let timeout: Duration
     let cache: IntrospectionCache
 
     /// - Parameters:
@@ -39,9 +36,7 @@ public final class HTTPIntrospection: TokenIntrospecting {
         let id = resourceServerID.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
         let encodedSecret = secret.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
         authorization = "Basic " + Data("\(id):\(encodedSecret)".utf8).base64EncodedString()
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        session = URLSession(configuration: configuration, delegate: RedirectsNotFollowed(), delegateQueue: nil)
+        self.timeout = .milliseconds(Int64(timeout * 1000))
         cache = IntrospectionCache(capacity: cacheCapacity)
     }
 
@@ -49,20 +44,22 @@ public final class HTTPIntrospection: TokenIntrospecting {
         let key = Data(SHA256.hash(data: Data(token.utf8)))
         let now = Date().timeIntervalSince1970
         if let cached = cache.answer(for: key, now: now) { return cached }
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.setValue(authorization, forHTTPHeaderField: "Authorization")
-        request.httpBody = Data(FormFields.encode([("token", token), ("token_type_hint", "access_token")]).utf8)
-        let (data, response) = try await session.data(for: request)
-        guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
+        let response = try await OutboundHTTP.post(
+            endpoint,
+            headers: [
+                ("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"),
+                ("Authorization", authorization),
+            ],
+            body: Data(FormFields.encode([("token", token), ("token_type_hint", "access_token")]).utf8),
+            timeout: timeout
+        )
+        guard response.status == 200 else {
             throw IntrospectionFailure(
-                status: (response as? HTTPURLResponse)?.statusCode ?? 0,
-                body: String(decoding: data.prefix(300), as: UTF8.self)
+                status: response.status,
+                body: String(decoding: response.body.prefix(300), as: UTF8.self)
             )
         }
-        let answer = try JSONDecoder().decode(IntrospectionResponse.self, from: data)
+        let answer = try JSONDecoder().decode(IntrospectionResponse.self, from: response.body)
         var until = now + cacheLifetime
         if answer.active, let exp = answer.exp { until = min(until, Double(exp)) }
         if until > now { cache.keep(answer, for: key, until: until, now: now) }

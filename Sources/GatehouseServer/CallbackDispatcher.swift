@@ -1,13 +1,10 @@
 import Crypto
 import Foundation
 import GatehouseKernel
+import GatehouseOutbound
 import GatehouseProtocol
 import Logging
 import Synchronization
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Sends the portal's callbacks from the store's outbox: a signed POST when a transaction ends
 /// (approved, denied, expired), tried again with doubling delays. The outbox is in the database,
@@ -24,8 +21,6 @@ final class CallbackDispatcher: Sendable {
     private let signal: AsyncStream<Void>.Continuation
     private let signals: AsyncStream<Void>
     private let loop = Mutex<Task<Void, Never>?>(nil)
-    /// Follows no redirects: a callback goes where the prefixes allowed, nowhere else.
-    private let session = URLSession(configuration: .ephemeral, delegate: RedirectsNotFollowed(), delegateQueue: nil)
 
     init(store: ServerStore, configuration: MobileAuthConfiguration, clock: any WallClock, logger: Logger) {
         self.store = store
@@ -39,7 +34,6 @@ final class CallbackDispatcher: Sendable {
     deinit {
         signal.finish()
         loop.withLock { $0?.cancel() }
-        session.finishTasksAndInvalidate()
     }
 
     /// Something may be due: look now. Starts the sending loop the first time.
@@ -96,20 +90,16 @@ final class CallbackDispatcher: Sendable {
             for: Data("\(time).".utf8) + body,
             using: SymmetricKey(data: Data(client.secret.utf8))
         )
-        var request = URLRequest(url: url, timeoutInterval: 5)
-        request.httpMethod = "POST"
-        request.httpBody = body
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue(
-            "t=\(time),v1=\(mac.map { String(format: "%02x", $0) }.joined())",
-            forHTTPHeaderField: "Gatehouse-Signature"
+        // No redirects are followed: a callback goes where the prefixes allowed, nowhere else.
+        let signature = "t=\(time),v1=\(mac.map { String(format: "%02x", $0) }.joined())"
+        let answer = try? await OutboundHTTP.post(
+            url,
+            headers: [("Content-Type", "application/json"), ("Gatehouse-Signature", signature)],
+            body: body,
+            timeout: .seconds(5),
+            maxResponseBytes: 4096
         )
-        var delivered = false
-        if let (_, response) = try? await session.data(for: request),
-            let status = (response as? HTTPURLResponse)?.statusCode
-        {
-            delivered = (200..<300).contains(status)
-        }
+        let delivered = answer.map { (200..<300).contains($0.status) } ?? false
         let attempt = callback.attempts + 1
         let retryAt = attempt < maxAttempts ? clock.now.timeIntervalSince1970 + pow(2, Double(attempt - 1)) : nil
         if !delivered {

@@ -1,9 +1,6 @@
 public import Foundation
+import GatehouseOutbound
 import GatehouseProtocol
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// An activation message to send to a newly registered user.
 public struct ActivationMail: Sendable, Equatable {
@@ -138,13 +135,15 @@ public struct WebhookProvisioner: LinkedServiceProvisioner {
     public init(timeout: TimeInterval = 10) { self.timeout = timeout }
 
     public func provision(_ delivery: LinkedServiceDelivery, at url: URL) async throws {
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONEncoder().encode(delivery)
-        let (_, response) = try await URLSession.shared.data(for: request)
-        guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {
-            throw URLError(.badServerResponse)
+        let answer = try await OutboundHTTP.post(
+            url,
+            headers: [("Content-Type", "application/json")],
+            body: try JSONEncoder().encode(delivery),
+            timeout: .milliseconds(Int64(timeout * 1000)),
+            maxResponseBytes: 4096
+        )
+        guard (200..<300).contains(answer.status) else {
+            throw OutboundHTTP.Failure(url: url.absoluteString, reason: "the service answered HTTP \(answer.status)")
         }
     }
 }
