@@ -370,6 +370,7 @@ let package = Package(
                 "GatehouseServer", "GatehouseClient", "GatehouseKernel", "GatehouseProtocol", "GatehousePlugins",
                 "GatehouseYAML", "GatehouseTesting", "CustomAPIIdentityProvider", "TOTPAuthenticator",
                 "BiometricAuthenticator", "GatehouseLogin", "BrowserIdentityProvider", "GatehouseResourceServer",
+                "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,0 +1,75 @@
+import Foundation
+import GatehouseOutbound
+import HTTPTypes
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@Suite("The server side's own HTTP calls")
+struct OutboundHTTPTests {
+    @Test("a redirect is an answer, never followed; a slow answer ends at the deadline; a long one is refused")
+    func boundaries() async throws {
+        let reached = Mutex(0)
+        let router = Router()
+        router.post("/moved") { _, _ -> Response in
+            Response(status: .temporaryRedirect, headers: [.location: "/target"])
+        }
+        router.post("/target") { _, _ -> Response in
+            reached.withLock { $0 += 1 }
+            return Response(status: .noContent)
+        }
+        router.post("/slow") { _, _ -> Response in
+            try await Task.sleep(for: .seconds(2))
+            return Response(status: .noContent)
+        }
+        router.post("/long") { _, _ -> String in String(repeating: "x", count: 10_000) }
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let application = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }
+        )
+        let group = ServiceGroup(configuration: .init(services: [application], logger: .init(label: "target")))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var iterator = ports.makeAsyncIterator()
+            let port = try #require(await iterator.next())
+            func url(_ path: String) throws -> URL { try #require(URL(string: "http://127.0.0.1:\(port)\(path)")) }
+
+            let moved = try await OutboundHTTP.post(
+                try url("/moved"),
+                headers: [],
+                body: Data("{}".utf8),
+                timeout: .seconds(5)
+            )
+            #expect(moved.status == 307)
+            #expect(reached.withLock { $0 } == 0)
+
+            let clock = ContinuousClock()
+            let started = clock.now
+            await #expect(throws: OutboundHTTP.Failure.self) {
+                _ = try await OutboundHTTP.post(
+                    try url("/slow"),
+                    headers: [],
+                    body: Data(),
+                    timeout: .milliseconds(500)
+                )
+            }
+            #expect(clock.now - started < .seconds(1.5))
+
+            await #expect(throws: OutboundHTTP.Failure.self) {
+                _ = try await OutboundHTTP.post(
+                    try url("/long"),
+                    headers: [],
+                    body: Data(),
+                    timeout: .seconds(5),
+                    maxResponseBytes: 1000
+                )
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+}
