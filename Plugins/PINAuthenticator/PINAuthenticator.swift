@@ -83,7 +83,12 @@ public struct PINAuthenticator: Authenticator {
         )
         guard case .pin(let pin) = response else { throw GenericError(.actionCancelled) }
 
-        let (reply, output) = try await evaluate(pin, key: oprfKey, server: context.server)
+        let (reply, output) = try await evaluate(
+            pin,
+            key: oprfKey,
+            server: context.server,
+            keyDigest: PINCrypto.keyDigest(publicKey: keyBytes)
+        )
         guard let nonce = reply.nonce else { throw malformed("the server sent no nonce") }
         let signingKey: P256.Signing.PrivateKey
         do {
@@ -114,12 +119,19 @@ public struct PINAuthenticator: Authenticator {
     private func evaluate(
         _ pin: PIN,
         key oprfKey: P384._VOPRF.PublicKey,
-        server: ServerConversation
+        server: ServerConversation,
+        keyDigest: Data? = nil
     ) async throws -> (PINChallengePayload, Data) {
         let blinded = try pin.withUTF8 { try oprfKey.blind(Data($0)) }
         let reply = try challenge(
             await server.send(
-                PINCrypto.encode(PINMessage(op: .evaluate, blinded: blinded.blindedElement.oprfRepresentation))
+                PINCrypto.encode(
+                    PINMessage(
+                        op: .evaluate,
+                        blinded: blinded.blindedElement.oprfRepresentation,
+                        oprfKeyDigest: keyDigest
+                    )
+                )
             )
         )
         guard let evaluation = reply.evaluation else { throw malformed("the server sent no evaluation") }

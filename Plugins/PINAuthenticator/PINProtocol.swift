@@ -22,6 +22,9 @@ enum PINOperation: String, Codable {
 struct PINMessage: Codable {
     var op: PINOperation
     var blinded: Data?
+    /// Authentication: SHA-256 of the OPRF public key the device holds, so the server evaluates
+    /// with the registration the device has (see ``PINRegistration/previous``).
+    var oprfKeyDigest: Data?
     var publicKey: Data?
     var signature: Data?
     var policyDigest: String?
@@ -39,6 +42,8 @@ struct PINChallengePayload: Codable {
 struct PINSession: Codable {
     var oprfKey: Data?
     var nonce: Data
+    /// Authentication: the device holds the registration a PIN change replaced.
+    var usesPrevious: Bool?
     /// Enrolment: whether the chosen PIN was evaluated; a commit without an evaluation is refused.
     var evaluated: Bool?
 }
@@ -48,6 +53,21 @@ struct PINSession: Codable {
 struct PINRegistration: Codable {
     var oprfKey: Data
     var pinPublicKey: Data
+    /// The registration a PIN change replaced, kept until the device shows which one it holds.
+    /// The server commits a change before the device stores its new key: a device that dies (or
+    /// loses the answer) in between still holds the old key, and with only the new registration
+    /// neither PIN would work again. Its first authentication settles it: with the old key the
+    /// change is undone, with the new one the old registration is dropped. Kept at most
+    /// ``PINRegistration/previousLifetime``.
+    var previous: PreviousPIN?
+
+    struct PreviousPIN: Codable {
+        var oprfKey: Data
+        var pinPublicKey: Data
+        var until: Double
+    }
+
+    static let previousLifetime: Double = 30 * 86400
 }
 
 /// What the client keeps: the signing key sealed under the PIN-derived key, and the server's OPRF
@@ -74,6 +94,9 @@ enum PINCrypto {
             outputByteCount: 32
         )
     }
+
+    /// Names an OPRF key without revealing anything: the SHA-256 of its public key.
+    static func keyDigest(publicKey: Data) -> Data { Data(SHA256.hash(data: publicKey)) }
 
     static func policyDigest(_ policy: PinPolicy) -> String {
         let encoder = JSONEncoder()

@@ -73,11 +73,20 @@ public struct PINVerifier: AuthenticatorVerifier {
                     for: PINCrypto.signingInput(purpose: "enrol", profile: request.profile, nonce: session.nonce)
                 )
             else { throw invalid("the enrolment signature is not valid") }
-            return .success(
-                AuthenticationSuccess(
-                    registration: try PINCrypto.encode(PINRegistration(oprfKey: keyBytes, pinPublicKey: publicKeyBytes))
-                )
+            // A change keeps the registration it replaces until the device shows which it holds.
+            let replaced = request.registration.flatMap { try? PINCrypto.decode(PINRegistration.self, $0) }
+            let registration = PINRegistration(
+                oprfKey: keyBytes,
+                pinPublicKey: publicKeyBytes,
+                previous: replaced.map {
+                    PINRegistration.PreviousPIN(
+                        oprfKey: $0.oprfKey,
+                        pinPublicKey: $0.pinPublicKey,
+                        until: request.now.timeIntervalSince1970 + PINRegistration.previousLifetime
+                    )
+                }
             )
+            return .success(AuthenticationSuccess(registration: try PINCrypto.encode(registration)))
         case .prove, .abandon:
             throw invalid("\(message.op.rawValue) during enrolment")
         }
@@ -99,19 +108,22 @@ public struct PINVerifier: AuthenticatorVerifier {
         case .evaluate:
             // One evaluation per flow step: a second one is a new attempt, in a new flow.
             guard request.session == nil else { throw invalid("a second evaluation in one attempt") }
-            let evaluation = try await evaluate(message.blinded, keyBytes: registration.oprfKey)
+            let previous = try usablePrevious(registration, digest: message.oprfKeyDigest, now: request.now)
+            let evaluation = try await evaluate(message.blinded, keyBytes: previous?.oprfKey ?? registration.oprfKey)
             let nonce = Data.randomBytes(32)
             return .challenge(
                 AuthenticatorChallenge(
                     payload: try PINCrypto.encode(PINChallengePayload(evaluation: evaluation, nonce: nonce)),
-                    session: try PINCrypto.encode(PINSession(nonce: nonce)),
+                    session: try PINCrypto.encode(PINSession(nonce: nonce, usesPrevious: previous != nil)),
                     reservesAttempt: true
                 )
             )
         case .prove:
             let session = try decodeSession(request.session)
-            guard let signatureBytes = message.signature,
-                let publicKey = try? P256.Signing.PublicKey(x963Representation: registration.pinPublicKey),
+            let usesPrevious = session.usesPrevious == true
+            let expected = usesPrevious ? registration.previous?.pinPublicKey : registration.pinPublicKey
+            guard let signatureBytes = message.signature, let expected,
+                let publicKey = try? P256.Signing.PublicKey(x963Representation: expected),
                 let signature = try? P256.Signing.ECDSASignature(derRepresentation: signatureBytes),
                 publicKey.isValidSignature(
                     signature,
@@ -125,7 +137,14 @@ public struct PINVerifier: AuthenticatorVerifier {
                     )
                 )
             }
-            return .success(AuthenticationSuccess())
+            // The device showed which registration it holds: a PIN change it never learnt of is
+            // undone; one it did learn of drops the registration it replaced.
+            guard let previous = registration.previous else { return .success(AuthenticationSuccess()) }
+            let settled =
+                usesPrevious
+                ? PINRegistration(oprfKey: previous.oprfKey, pinPublicKey: previous.pinPublicKey)
+                : PINRegistration(oprfKey: registration.oprfKey, pinPublicKey: registration.pinPublicKey)
+            return .success(AuthenticationSuccess(registration: try PINCrypto.encode(settled)))
         case .abandon:
             _ = try decodeSession(request.session)
             return .failure(
@@ -134,6 +153,19 @@ public struct PINVerifier: AuthenticatorVerifier {
         case .policy, .commit:
             throw invalid("\(message.op.rawValue) during authentication")
         }
+    }
+
+    /// The replaced registration, when the device names its key and it is still kept.
+    private func usablePrevious(
+        _ registration: PINRegistration,
+        digest: Data?,
+        now: Date
+    ) throws -> PINRegistration.PreviousPIN? {
+        guard let digest, let previous = registration.previous, previous.until > now.timeIntervalSince1970 else {
+            return nil
+        }
+        let publicKey = try P384._VOPRF.PrivateKey(rawRepresentation: previous.oprfKey).publicKey.x963Representation
+        return PINCrypto.keyDigest(publicKey: publicKey) == digest ? previous : nil
     }
 
     private func evaluate(_ blinded: Data?, keyBytes: Data) async throws -> Data {

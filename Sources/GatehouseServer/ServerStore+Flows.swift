@@ -124,8 +124,13 @@ extension ServerStore {
                     )
                 }
                 subject = owner["subject"]
-                if case .authenticate(let authenticator) = flow.state.stage {
+                // An authentication checks against the registration; an enrolment that replaces
+                // one (a PIN change) may keep it until the device shows which it holds.
+                switch flow.state.stage {
+                case .authenticate(let authenticator), .enrol(let authenticator):
                     registration = try self.registration(profileID, authenticator, db)
+                default:
+                    break
                 }
             }
             return (flow, registration, subject)

@@ -44,6 +44,9 @@ final class RecordingTransport: TokenServerTransport {
     let inner: any TokenServerTransport
     let exchanges = Mutex<[(WireRequest, WireResponse)]>([])
     let offline = Mutex(false)
+    /// Requests for which the server acts but its answer never arrives, as when the connection
+    /// drops (or the device dies) just after the server committed.
+    let losesAnswer = Mutex<(@Sendable (WireRequest) -> Bool)?>(nil)
 
     init(_ inner: any TokenServerTransport) { self.inner = inner }
 
@@ -53,6 +56,7 @@ final class RecordingTransport: TokenServerTransport {
         if offline.withLock({ $0 }) { throw GenericError(.serverNotReachable) }
         let response = try await inner.send(request)
         exchanges.withLock { $0.append((request, response)) }
+        if losesAnswer.withLock({ $0?(request) }) == true { throw GenericError(.networkConnectivityFailure) }
         return response
     }
 

@@ -126,7 +126,8 @@ public struct VerificationRequest: Sendable {
     public var message: Data
     /// The session the server half returned with its previous challenge in this flow.
     public var session: Data?
-    /// What the server half stored when the authenticator was enrolled.
+    /// What the server half stored when the authenticator was enrolled: given to an
+    /// authentication, and to an enrolment that replaces it (a PIN change).
     public var registration: Data?
     /// The current time, from the server's clock.
     public var now: Date
