@@ -67,7 +67,7 @@ struct PINRegistration: Codable {
         var until: Double
     }
 
-    static let previousLifetime: Double = 30 * 86400
+    static let previousLifetime: Double = 7 * 86400
 }
 
 /// What the client keeps: the signing key sealed under the PIN-derived key, and the server's OPRF
