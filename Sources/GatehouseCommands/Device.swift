@@ -177,6 +177,13 @@ struct Login: AsyncParsableCommand {
     @Option(help: "The authenticator to use (default: the profile's preferred one, the PIN unless set).")
     var authenticator: String?
 
+    @Option(help: "Refresh the session this many times before calling the resource (0 to 100; shows token rotation).")
+    var refreshes: Int = 0
+
+    func validate() throws {
+        guard (0...100).contains(refreshes) else { throw ValidationError("--refreshes takes 0 to 100") }
+    }
+
     func run() async throws {
         do {
             let client = try await CommandSupport.client(device, manifest: manifest)
@@ -187,6 +194,7 @@ struct Login: AsyncParsableCommand {
                 delegate: TerminalDelegate()
             )
             if let info { print("The authenticator said: \(info.data ?? "") (status \(info.status)).") }
+            for _ in 0..<refreshes { try await client.refreshSession() }
             let resource = try await client.fetchProfileResource()
             print(
                 "Authenticated profile \(resource.profileID) (subject \(resource.subject), scope \"\(resource.scope)\")."
@@ -236,6 +244,10 @@ struct Deregister: AsyncParsableCommand {
     func run() async throws {
         do {
             let client = try await CommandSupport.client(device, manifest: manifest)
+            // Only a profile this device holds can be deregistered: the server is asked with its key.
+            guard try await client.userProfiles().contains(UserProfile(id: profile)) else {
+                throw ValidationError("This device has no profile \(profile); `gatehouse profiles` lists its profiles.")
+            }
             try await client.deregisterUser(UserProfile(id: profile))
             print("Deregistered profile \(profile).")
         } catch {
