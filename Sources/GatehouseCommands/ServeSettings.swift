@@ -161,6 +161,14 @@ enum DataFolders {
         return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
     }
 
+    /// Where a device keeps its profiles and keys: `$XDG_DATA_HOME/gatehouse/device`, unless an
+    /// earlier version's `~/.gatehouse` is there (it keeps being used, so no profile is lost).
+    static var device: URL {
+        let earlier = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".gatehouse")
+        if FileManager.default.fileExists(atPath: earlier.path) { return earlier }
+        return data.appendingPathComponent("gatehouse/device")
+    }
+
     /// Creates `folder` (and missing parents) readable by the user only.
     static func createPrivate(_ folder: URL) throws {
         try PrivateFiles.createFolder(folder)

@@ -32,7 +32,7 @@ struct DeviceOptions: ParsableArguments {
     var server: String = "http://127.0.0.1:8080"
 
     @Option(help: "Where this device keeps its profiles and keys.")
-    var dataDir: String = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".gatehouse").path
+    var dataDir: String = DataFolders.device.path
 
     @Option(help: "The application id the server knows.")
     var appID: String = "gatehouse-example"

@@ -17,7 +17,7 @@ struct XignInOptions: ParsableArguments {
     var server: String = "http://127.0.0.1:8080"
 
     @Option(help: "Where this device keeps its list of activated managers.")
-    var dataDir: String = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".gatehouse").path
+    var dataDir: String = DataFolders.device.path
 
     func registry() throws -> Registry { try Registry(dataDirectory: URL(fileURLWithPath: dataDir)) }
 
