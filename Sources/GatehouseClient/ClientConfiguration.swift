@@ -70,5 +70,8 @@ public struct ProfileSummary: Sendable, Hashable {
     public var profile: UserProfile
     /// The id of the identity provider the user registered with.
     public var identityProvider: String
+    /// The user's identifier at that identity provider (nil for a profile registered before the
+    /// device kept it).
+    public var subject: String?
     public var registeredAt: Date
 }

@@ -61,6 +61,9 @@ final class ClientStore: Sendable {
                 table.column("platform", .text)
             }
         }
+        migrator.registerMigration("v4-subject") { db in
+            try db.alter(table: "profiles") { table in table.add(column: "subject", .text) }
+        }
         try migrator.migrate(queue)
     }
 
@@ -116,6 +119,8 @@ final class ClientStore: Sendable {
         var profile: UserProfile
         var identityProvider: String
         var key: P256.Signing.PrivateKey
+        /// The user's identifier at the identity provider (profiles registered before it was kept: nil).
+        var subject: String? = nil
     }
 
     func profiles(server: String) throws -> [UserProfile] {
@@ -133,12 +138,15 @@ final class ClientStore: Sendable {
         try queue.read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT id, identity_provider, created_at FROM profiles WHERE server = ? ORDER BY created_at, id",
+                sql: """
+                    SELECT id, identity_provider, subject, created_at FROM profiles WHERE server = ? ORDER BY created_at, id
+                    """,
                 arguments: [server]
             ).map {
                 ProfileSummary(
                     profile: UserProfile(id: $0["id"]),
                     identityProvider: $0["identity_provider"],
+                    subject: $0["subject"],
                     registeredAt: Date(timeIntervalSince1970: $0["created_at"])
                 )
             }
@@ -192,11 +200,12 @@ final class ClientStore: Sendable {
             if let stored = changes.profile, let sealedKey {
                 try db.execute(
                     sql: """
-                        INSERT INTO profiles (id, server, identity_provider, sealed_key, created_at) VALUES (?, ?, ?, ?, ?)
+                        INSERT INTO profiles (id, server, identity_provider, subject, sealed_key, created_at)
+                        VALUES (?, ?, ?, ?, ?, ?)
                         ON CONFLICT(id) DO UPDATE SET identity_provider = excluded.identity_provider,
-                            sealed_key = excluded.sealed_key, preferred_authenticator = NULL
+                            subject = excluded.subject, sealed_key = excluded.sealed_key, preferred_authenticator = NULL
                         """,
-                    arguments: [id, server, stored.identityProvider, sealedKey, now]
+                    arguments: [id, server, stored.identityProvider, stored.subject, sealedKey, now]
                 )
                 try db.execute(sql: "DELETE FROM plugin_values WHERE profile_id = ?", arguments: [id])
                 try db.execute(sql: "DELETE FROM authenticators WHERE profile_id = ?", arguments: [id])

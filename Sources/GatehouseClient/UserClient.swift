@@ -154,7 +154,8 @@ public actor UserClient {
             changes.profile = ClientStore.StoredProfile(
                 profile: profile,
                 identityProvider: provider.id,
-                key: profileKey
+                key: profileKey,
+                subject: outcome.final.subject
             )
             try store.save(changes, profile: profile.id, server: server)
         }

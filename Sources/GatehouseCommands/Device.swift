@@ -222,7 +222,10 @@ struct Profiles: AsyncParsableCommand {
             if summaries.isEmpty { print("No profiles on this device for \(device.server).") }
             for summary in summaries {
                 let registered = summary.registeredAt.formatted(.iso8601.year().month().day())
-                print("\(summary.profile.id)  identity provider \(summary.identityProvider), registered \(registered)")
+                let subject = summary.subject.map { "\($0) at " } ?? ""
+                print(
+                    "\(summary.profile.id)  \(subject)identity provider \(summary.identityProvider), registered \(registered)"
+                )
             }
         } catch {
             throw CommandSupport.fail(error)

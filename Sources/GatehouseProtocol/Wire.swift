@@ -214,6 +214,9 @@ public struct FlowResponse: Codable, Sendable, Equatable {
     public var profileID: String?
     /// Tokens, when the flow ends in a session.
     public var tokens: TokenResponse?
+    /// A finished registration: the user's identifier at the identity provider, for the device
+    /// to show beside the profile.
+    public var subject: String?
 
     public init(flowID: String, stage: FlowStage?) {
         self.flowID = flowID
@@ -227,7 +230,7 @@ public struct FlowResponse: Codable, Sendable, Equatable {
         case info
         case failureCounts = "failure_counts"
         case profileID = "profile_id"
-        case tokens
+        case tokens, subject
     }
 }
 

@@ -84,6 +84,8 @@ struct FlowApplied: Sendable {
     var endedTransaction = false
     /// The flow's kind, for metrics and the audit log.
     var kind: FlowKind?
+    /// A registration that created its profile: the user's subject, for the device.
+    var subject: String?
     /// What changed, in order: counted by the metrics and written to the audit log once the
     /// transaction that made the changes has committed.
     var events: [FlowEvent] = []

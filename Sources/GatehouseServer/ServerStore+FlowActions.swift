@@ -142,6 +142,7 @@ extension ServerStore {
             tokens: tokens,
             endedTransaction: ended && row.transactionID != nil,
             kind: row.state.plan.kind,
+            subject: events.contains(.profileCreated) ? row.state.subject : nil,
             events: events
         )
     }

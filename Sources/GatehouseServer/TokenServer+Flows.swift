@@ -241,6 +241,7 @@ extension TokenServer {
         response.failureCounts = reply.failureCounts
         response.profileID = applied.profileID
         response.tokens = applied.tokens
+        response.subject = applied.subject
         return response
     }
 

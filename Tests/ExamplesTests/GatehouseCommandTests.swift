@@ -62,7 +62,11 @@ struct GatehouseCommandTests {
 
         let profiles = try Session(["profiles"] + device)
         #expect(try await profiles.finish() == 0)
-        #expect(profiles.output.withLock { $0 }.hasPrefix(profile + "  identity provider demo-api, registered "))
+        #expect(
+            profiles.output.withLock { $0 }.hasPrefix(
+                profile + "  ann@example.com at identity provider demo-api, registered "
+            )
+        )
 
         let login = try Session(["login", "--profile", profile] + device)
         login.type("000111")

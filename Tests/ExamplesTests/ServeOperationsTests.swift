@@ -212,7 +212,9 @@ struct ServeOperationsTests {
 
         let profiles = try Session(["profiles"] + device, in: elsewhere)
         #expect(try await profiles.finish() == 0)
-        #expect(profiles.output.withLock { $0 }.contains("identity provider demo-api, registered "))
+        #expect(
+            profiles.output.withLock { $0 }.contains("  ann@example.com at identity provider demo-api, registered ")
+        )
 
         let refused = try Session(
             ["login", "--server", "http://127.0.0.1:1", "--data-dir", elsewhere.path],
