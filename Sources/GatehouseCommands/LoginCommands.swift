@@ -25,8 +25,13 @@ struct UserCommands: AsyncParsableCommand {
     struct Options: ParsableArguments {
         @OptionGroup var manifest: ManifestOptions
 
-        @Option(help: "The token server's database; the login keeps its users in login/ beside it.")
-        var database: String = "gatehouse-server.sqlite"
+        @Option(
+            help: """
+                The token server's database, as `serve` takes it (default: $GATEHOUSE_DATABASE, else \
+                $XDG_DATA_HOME/gatehouse/server.sqlite); the login keeps its users in login/ beside it.
+                """
+        )
+        var database: String?
 
         func login() throws -> LoginServer {
             var environment = CommandSupport.environment(logger: CommandSupport.logger("gatehouse.login"))
@@ -34,7 +39,7 @@ struct UserCommands: AsyncParsableCommand {
             guard
                 let login = try CommandSupport.login(
                     try CommandSupport.manifest(manifest.serverManifest),
-                    database: database,
+                    database: try ServeSettings.database(EnvironmentSettings().resolve(database, "database")),
                     environment: environment
                 )
             else { throw ValidationError("\(manifest.serverManifest) has no login section.") }

@@ -57,7 +57,7 @@ struct ServeSettings {
 
     /// An explicit path must be in a folder that exists (a typo must not create folders); the
     /// default lives in the XDG data folder, created private.
-    private static func database(_ path: String?) throws -> String {
+    static func database(_ path: String?) throws -> String {
         guard let path else {
             let folder = DataFolders.data.appendingPathComponent("gatehouse")
             try DataFolders.createPrivate(folder)
