@@ -158,13 +158,21 @@ enum DataFolders {
         let environment = ProcessInfo.processInfo.environment
         // The specification ignores a relative path.
         if let path = environment["XDG_DATA_HOME"], path.hasPrefix("/") { return URL(fileURLWithPath: path) }
-        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
+        return home.appendingPathComponent(".local/share")
+    }
+
+    /// `$HOME`, else the account's home directory.
+    static var home: URL {
+        if let path = ProcessInfo.processInfo.environment["HOME"], path.hasPrefix("/") {
+            return URL(fileURLWithPath: path)
+        }
+        return FileManager.default.homeDirectoryForCurrentUser
     }
 
     /// Where a device keeps its profiles and keys: `$XDG_DATA_HOME/gatehouse/device`, unless an
     /// earlier version's `~/.gatehouse` is there (it keeps being used, so no profile is lost).
     static var device: URL {
-        let earlier = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".gatehouse")
+        let earlier = home.appendingPathComponent(".gatehouse")
         if FileManager.default.fileExists(atPath: earlier.path) { return earlier }
         return data.appendingPathComponent("gatehouse/device")
     }
