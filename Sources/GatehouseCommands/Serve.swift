@@ -128,7 +128,8 @@ struct Serve: AsyncParsableCommand {
             // Told after the server learnt its own address: the manager's URL derives from it.
             manager?.served(at: server.publicURL)
             // Unbuffered, so scripts waiting for this line see it at once.
-            FileHandle.standardOutput.write(Data("Gatehouse token server listening on http://\(host):\(port)\n".utf8))
+            let shown = host.contains(":") ? "[\(host)]" : host
+            FileHandle.standardOutput.write(Data("Gatehouse token server listening on http://\(shown):\(port)\n".utf8))
         }
         // The HTTP server and the janitor that keeps its tables from growing, stopped together;
         // a shutdown waits for open requests at most `shutdownTimeout`.

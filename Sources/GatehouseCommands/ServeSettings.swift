@@ -63,6 +63,7 @@ struct ServeSettings {
             try DataFolders.createPrivate(folder)
             return folder.appendingPathComponent("server.sqlite").path
         }
+        guard !path.isEmpty else { throw SettingError("the database path (--database or GATEHOUSE_DATABASE) is empty") }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else {

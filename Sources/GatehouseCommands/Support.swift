@@ -68,7 +68,10 @@ enum CommandSupport {
     }
 
     static func manifest(_ path: String) throws -> Manifest {
-        try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: ["server", "xignin", "login"])
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ValidationError("the manifest \(path) does not exist; name one with --manifest or GATEHOUSE_MANIFEST")
+        }
+        return try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: ["server", "xignin", "login"])
     }
 
     /// The name under which the hosted login is offered to `idp.browser`.
@@ -110,7 +113,16 @@ enum CommandSupport {
 
     /// A client for what stays on the device (its profiles): no server, no plugins.
     static func offlineClient(_ device: DeviceOptions) throws -> UserClient {
-        try UserClient(
+        // The server's URL names whose profiles to list: it must be one a device could use.
+        guard let url = URL(string: device.server), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            url.host?.isEmpty == false
+        else {
+            throw GenericError(
+                .configurationInvalid,
+                message: "The server URL \(device.server) is not valid: use http:// or https:// and a host name."
+            )
+        }
+        return try UserClient(
             configuration: ClientConfiguration(
                 dataDirectory: URL(fileURLWithPath: device.dataDir),
                 transport: HTTPTransport(baseURL: device.server),

@@ -61,10 +61,13 @@ public struct LoginConfiguration: Decodable, Sendable {
     /// (0–10000, default 30; 0: no limit). The lockout counts per username; this stops one
     /// source from spreading guesses over many.
     public var passwordChecksPerMinute: Int
+    /// Sign-in pages one client address may open a minute (each stores the authorization request
+    /// for `pageLifetime`; 0–10000, default 60; 0: no limit).
+    public var pagesPerMinute: Int
 
     private enum CodingKeys: String, CodingKey {
         case clients, codeLifetime, pageLifetime, maxFailedLogins, lockoutDuration, passwordCost,
-            passwordChecksPerMinute
+            passwordChecksPerMinute, pagesPerMinute
     }
 
     public init(from decoder: any Decoder) throws {
@@ -75,6 +78,7 @@ public struct LoginConfiguration: Decodable, Sendable {
         maxFailedLogins = try container.decode(Int.self, forKey: .maxFailedLogins, default: 5, in: 1...20)
         lockoutDuration = try container.decode(Int.self, forKey: .lockoutDuration, default: 900, in: 60...86400)
         passwordCost = try container.decode(Int.self, forKey: .passwordCost, default: 15, in: 14...20)
+        pagesPerMinute = try container.decode(Int.self, forKey: .pagesPerMinute, default: 60, in: 0...10000)
         passwordChecksPerMinute = try container.decode(
             Int.self,
             forKey: .passwordChecksPerMinute,

@@ -9,6 +9,8 @@ import Logging
 
 extension LoginServer {
     func authorize(_ request: WireRequest) async throws -> WireResponse {
+        // Each page stores its authorization request: anyone may open one, not without end.
+        if let refusal = limited(request, by: pageLimiter) { return refusal }
         guard request.path.utf8.count <= 4096, let query = FormFields(queryOf: request.path) else {
             throw LoginError("The sign-in link is malformed.")
         }
@@ -53,20 +55,24 @@ extension LoginServer {
         return loginPage(client, id: id, csrf: csrf, redirectURI: redirectURI, status: 200, newCookie: true)
     }
 
+    /// A 429 page when `request`'s address has used up `limiter`, else nil.
+    func limited(_ request: WireRequest, by limiter: RateLimiter) -> WireResponse? {
+        guard let address = request.clientAddress,
+            let wait = limiter.take(RateLimiter.key(forAddress: address), now: now)
+        else { return nil }
+        let seconds = Int(wait.rounded(.up))
+        let message = "Too many sign-in attempts from your address; try again in \(seconds) seconds."
+        return page(
+            429,
+            "Too many attempts",
+            ["heading": "Too many attempts", "message": message],
+            headers: ["Retry-After": String(seconds)]
+        )
+    }
+
     func signIn(_ request: WireRequest) async throws -> WireResponse {
         // Counted before anything is read: every sign-in attempt may cost a password hash.
-        if let address = request.clientAddress,
-            let wait = passwordLimiter.take(RateLimiter.key(forAddress: address), now: now)
-        {
-            let seconds = Int(wait.rounded(.up))
-            let message = "Too many sign-in attempts from your address; try again in \(seconds) seconds."
-            return page(
-                429,
-                "Too many attempts",
-                ["heading": "Too many attempts", "message": message],
-                headers: ["Retry-After": String(seconds)]
-            )
-        }
+        if let refusal = limited(request, by: passwordLimiter) { return refusal }
         let (fields, authorization, client) = try await submittedForm(request)
         guard let username = fields["username"], let password = fields["password"], !username.isEmpty,
             username.utf8.count <= 254, password.utf8.count <= 1024

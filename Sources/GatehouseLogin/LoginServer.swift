@@ -26,6 +26,8 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     let secureCookies: Bool
     /// Password checks per client address.
     let passwordLimiter: RateLimiter
+    /// Sign-in pages (stored authorization requests) per client address.
+    let pageLimiter: RateLimiter
 
     /// A login with `configuration`, its state in `directory/login.sqlite`; `publicURL` is where
     /// browsers reach the server (its cookies are `Secure` when it is https).
@@ -44,6 +46,7 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         cpuWork = environment.cpuWork
         logger = environment.logger
         decoyHash = try hasher.hash(Data.random(count: 16).base64URLEncodedString)
+        pageLimiter = RateLimiter(perMinute: configuration.pagesPerMinute, burst: configuration.pagesPerMinute)
         passwordLimiter = RateLimiter(
             perMinute: configuration.passwordChecksPerMinute,
             burst: configuration.passwordChecksPerMinute

@@ -56,6 +56,9 @@ public final class RateLimiter: Sendable {
     /// The key for an address: an IPv6 address by its /64 prefix, since one host holds a whole
     /// /64; anything else as it is.
     public static func key(forAddress address: String) -> String {
+        // An IPv4 client of a dual-stack listener arrives as ::ffff:a.b.c.d: it is that IPv4 host.
+        let lowered = address.lowercased()
+        if lowered.hasPrefix("::ffff:"), lowered.dropFirst(7).contains(".") { return String(lowered.dropFirst(7)) }
         guard address.contains(":") else { return address }
         var groups = address.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         if let gap = groups.firstIndex(of: ""), address.contains("::") {

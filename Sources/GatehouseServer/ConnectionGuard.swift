@@ -1,3 +1,4 @@
+import GatehouseProtocol
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
@@ -99,7 +100,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if let address = context.channel.remoteAddress?.ipAddress {
+        // Keyed as the rate limits are: an IPv6 host by its /64, an IPv4-mapped address as IPv4.
+        if let address = context.channel.remoteAddress?.ipAddress.map(RateLimiter.key(forAddress:)) {
             guard ledger.open(address) else {
                 context.close(promise: nil)
                 return

@@ -148,7 +148,7 @@ struct ServeOperationsTests {
         #expect(open.isEmpty, "\(open.count) of \(attack.count) connections still open")
     }
 
-    @Test("Installations, anonymous PIN evaluations and password checks are limited per client address")
+    @Test("Installations, anonymous PIN evaluations, sign-in pages and password checks are limited per client address")
     func limitsPerAddress() async throws {
         let directory = try scratchDirectory("gatehouse-ratelimit")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -161,25 +161,28 @@ struct ServeOperationsTests {
             of: "server:\n",
             with: "server:\n  rateLimitPerMinute: 1\n  rateLimitBurst: 2\n"
         )
-        .replacingOccurrences(of: "login:\n", with: "login:\n  passwordChecksPerMinute: 2\n")
+        .replacingOccurrences(of: "login:\n", with: "login:\n  passwordChecksPerMinute: 2\n  pagesPerMinute: 2\n")
         .replacingOccurrences(of: "xignin:\n", with: "xignin:\n  evaluationsPerMinute: 2\n")
         .write(to: manifest, atomically: true, encoding: .utf8)
         let (server, url) = try await startServer(in: directory, manifest: ["--manifest", manifest.path])
         defer { server.process.terminate() }
 
         // The limit is taken before anything is read, so even refused requests use it up.
-        for (path, body, contentType) in [
-            ("/v1/clients", "{}", "application/json"),
-            ("/xignin/v1/pin/evaluate", #"{"blinded": "AAAA"}"#, "application/json"),
-            ("/login/authorize", "username=a%40b.de&password=x", "application/x-www-form-urlencoded"),
+        for (method, path, body, contentType) in [
+            ("POST", "/v1/clients", "{}", "application/json"),
+            ("POST", "/xignin/v1/pin/evaluate", #"{"blinded": "AAAA"}"#, "application/json"),
+            ("POST", "/login/authorize", "username=a%40b.de&password=x", "application/x-www-form-urlencoded"),
+            ("GET", "/login/authorize?client_id=gatehouse", "", "text/plain"),
         ] {
             var statuses: [Int] = []
             var retryAfter: String?
             for _ in 0..<3 {
                 var request = URLRequest(url: try #require(URL(string: url + path)))
-                request.httpMethod = "POST"
-                request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-                request.httpBody = Data(body.utf8)
+                request.httpMethod = method
+                if method == "POST" {
+                    request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+                    request.httpBody = Data(body.utf8)
+                }
                 let (_, response) = try await URLSession.shared.data(for: request)
                 let http = try #require(response as? HTTPURLResponse)
                 statuses.append(http.statusCode)

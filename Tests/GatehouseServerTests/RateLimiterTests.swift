@@ -24,6 +24,9 @@ struct RateLimiterTests {
         #expect(RateLimiter.key(forAddress: "2001:db8::1") == "2001:db8:0:0::/64")
         #expect(RateLimiter.key(forAddress: "::1") == "0:0:0:0::/64")
         #expect(RateLimiter.key(forAddress: "198.51.100.7") == "198.51.100.7")
+        // An IPv4 client of a dual-stack listener is its IPv4 address, not the ::ffff:0:0/64.
+        #expect(RateLimiter.key(forAddress: "::ffff:198.51.100.7") == "198.51.100.7")
+        #expect(RateLimiter.key(forAddress: "::FFFF:192.0.2.1") == "192.0.2.1")
     }
 
     @Test("the number of remembered addresses stays bounded")
