@@ -194,7 +194,10 @@ struct Login: AsyncParsableCommand {
                 delegate: TerminalDelegate()
             )
             if let info { print("The authenticator said: \(info.data ?? "") (status \(info.status)).") }
-            for _ in 0..<refreshes { try await client.refreshSession() }
+            for round in 0..<refreshes {
+                try await client.refreshSession()
+                print("Refreshed the session (\(round + 1) of \(refreshes)): new access and refresh tokens.")
+            }
             let resource = try await client.fetchProfileResource()
             print(
                 "Authenticated profile \(resource.profileID) (subject \(resource.subject), scope \"\(resource.scope)\")."

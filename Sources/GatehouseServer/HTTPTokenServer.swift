@@ -42,6 +42,13 @@ public enum HTTPTokenServer {
             do {
                 body = try await request.collectBody(upTo: limit)
             } catch is NIOTooManyBytesError {
+                // Refused before the token server sees it: counted here, with the same labels.
+                server.metrics.request(
+                    endpoint: server.endpointLabel(request.uri.path),
+                    method: request.method.rawValue,
+                    status: 413,
+                    duration: .zero
+                )
                 return response(
                     ServerError(413, "invalid_request", "The request body is larger than \(limit) bytes.").response
                 )

@@ -10,6 +10,24 @@ import Logging
 struct ServerMetrics: Sendable {
     let factory: any MetricsFactory
 
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        // The series alerts watch exist at 0 from the start, so the first event after a restart
+        // is an increase too.
+        for event in Self.securityEvents {
+            Counter(
+                label: "gatehouse_security_events_total",
+                dimensions: [("event", event), ("flow", "none")],
+                factory: factory
+            ).increment(by: 0)
+        }
+    }
+
+    static let securityEvents = [
+        "authentication_failure", "lockout", "authenticator_lockout", "refresh_token_reuse",
+        "authorization_code_replayed", "rate_limited",
+    ]
+
     /// One answered request: counted by endpoint template, method and status, timed by endpoint.
     func request(endpoint: String, method: String, status: Int, duration: Duration) {
         let method = Self.knownMethods.contains(method) ? method : "other"

@@ -181,7 +181,7 @@ public final class TokenServer: Sendable {
 
     /// The endpoint `path` belongs to, from a closed set: a template, a mounted extension's
     /// prefix, or "unknown".
-    private func endpointLabel(_ path: String) -> String {
+    func endpointLabel(_ path: String) -> String {
         let path = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
         if let template = Endpoint.template(of: path) { return template }
         if let mounted = extensions.first(where: { path.hasPrefix($0.pathPrefix) }) { return mounted.pathPrefix + "*" }

@@ -77,6 +77,15 @@ struct ServeOperationsTests {
         #expect(try await get(url + "/ready").status == 200)
         let before = try await get(url + "/metrics").body
         #expect(!before.contains(#"flow="registration",outcome="completed""#))
+        // What alerts watch is there at 0 from the start.
+        #expect(before.contains(#"gatehouse_security_events_total{event="lockout",flow="none"} 0"#), "\(before)")
+        // A body over the limit is refused below the token server, and still counted.
+        var oversized = URLRequest(url: try #require(URL(string: url + "/v1/token")))
+        oversized.httpMethod = "POST"
+        oversized.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        oversized.httpBody = Data(repeating: UInt8(ascii: " "), count: 70_000)
+        let (_, refused) = try await URLSession.shared.data(for: oversized)
+        #expect((refused as? HTTPURLResponse)?.statusCode == 413)
 
         let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
         try await registerOverCommandLine(device)
@@ -94,6 +103,7 @@ struct ServeOperationsTests {
         #expect(
             after.contains(#"gatehouse_http_requests_total{endpoint="/v1/registration",method="POST",status="200"}"#)
         )
+        #expect(after.contains(#"gatehouse_http_requests_total{endpoint="/v1/token",method="POST",status="413"} 1"#))
         #expect(after.contains(#"gatehouse_http_request_duration_seconds_count{endpoint="/v1/flows/{flowID}"}"#))
         // The audit trail names the profile, never the PIN.
         let log = server.errors.withLock { $0 }
