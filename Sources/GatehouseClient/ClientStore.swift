@@ -124,13 +124,7 @@ final class ClientStore: Sendable {
     }
 
     func profiles(server: String) throws -> [UserProfile] {
-        try queue.read { db in
-            try String.fetchAll(
-                db,
-                sql: "SELECT id FROM profiles WHERE server = ? ORDER BY created_at, id",
-                arguments: [server]
-            )
-        }.map(UserProfile.init)
+        try profileSummaries(server: server).map(\.profile)
     }
 
     /// Each profile with the identity provider it registered with and when, oldest first.

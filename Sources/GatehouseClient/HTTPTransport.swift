@@ -18,13 +18,9 @@ public struct HTTPTransport: TokenServerTransport {
     }
 
     public func send(_ request: WireRequest) async throws -> WireResponse {
-        guard let url = URL(string: baseURL + request.path), ["http", "https"].contains(url.scheme ?? ""),
-            url.host?.isEmpty == false
-        else {
-            throw GenericError(
-                .configurationInvalid,
-                message: "The server URL \(baseURL) is not valid: use http:// or https:// and a host name."
-            )
+        try Self.checkBaseURL(baseURL)
+        guard let url = URL(string: baseURL + request.path) else {
+            throw GenericError(.configurationInvalid, message: "The path \(request.path) does not make a URL.")
         }
         var urlRequest = URLRequest(url: url, timeoutInterval: timeout)
         urlRequest.httpMethod = request.method
@@ -52,6 +48,18 @@ public struct HTTPTransport: TokenServerTransport {
             if let name = name as? String, let value = value as? String { headers[name] = value }
         }
         return WireResponse(status: http.statusCode, headers: headers, body: data)
+    }
+
+    /// Refuses a server URL no device could use: it must be http or https, with a host.
+    public static func checkBaseURL(_ baseURL: String) throws {
+        guard let url = URL(string: baseURL), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            url.host?.isEmpty == false
+        else {
+            throw GenericError(
+                .configurationInvalid,
+                message: "The server URL \(baseURL) is not valid: use http:// or https:// and a host name."
+            )
+        }
     }
 
     /// Why a request failed, in words a person at a terminal can act on.

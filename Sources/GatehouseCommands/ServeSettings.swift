@@ -37,9 +37,8 @@ struct ServeSettings {
             .flatMap(LogFormat.init(rawValue:)) ?? .text
         let defaults = HTTPServerLimits()
         limits = HTTPServerLimits(
-            requestTimeout: .seconds(
-                try environment.integer(serve.requestTimeout, "requestTimeout", in: 1...3600) ?? 10
-            ),
+            requestTimeout: try environment.integer(serve.requestTimeout, "requestTimeout", in: 1...3600)
+                .map { .seconds($0) } ?? defaults.requestTimeout,
             maxConnections: try environment.integer(serve.maxConnections, "maxConnections", in: 1...1_000_000)
                 ?? defaults.maxConnections,
             maxConnectionsPerAddress: try environment.integer(

@@ -22,7 +22,7 @@ struct ManifestOptions: ParsableArguments {
 
     /// The manifest a server-side command (demo, users) reads.
     var serverManifest: String {
-        manifest ?? ProcessInfo.processInfo.environment["GATEHOUSE_MANIFEST"] ?? "Examples/manifests/server.yaml"
+        EnvironmentSettings().resolve(manifest, "manifest") ?? "Examples/manifests/server.yaml"
     }
 }
 
@@ -114,14 +114,7 @@ enum CommandSupport {
     /// A client for what stays on the device (its profiles): no server, no plugins.
     static func offlineClient(_ device: DeviceOptions) throws -> UserClient {
         // The server's URL names whose profiles to list: it must be one a device could use.
-        guard let url = URL(string: device.server), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-            url.host?.isEmpty == false
-        else {
-            throw GenericError(
-                .configurationInvalid,
-                message: "The server URL \(device.server) is not valid: use http:// or https:// and a host name."
-            )
-        }
+        try HTTPTransport.checkBaseURL(device.server)
         return try UserClient(
             configuration: ClientConfiguration(
                 dataDirectory: URL(fileURLWithPath: device.dataDir),

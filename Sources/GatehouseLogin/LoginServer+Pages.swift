@@ -57,10 +57,7 @@ extension LoginServer {
 
     /// A 429 page when `request`'s address has used up `limiter`, else nil.
     func limited(_ request: WireRequest, by limiter: RateLimiter) -> WireResponse? {
-        guard let address = request.clientAddress,
-            let wait = limiter.take(RateLimiter.key(forAddress: address), now: now)
-        else { return nil }
-        let seconds = Int(wait.rounded(.up))
+        guard let seconds = limiter.retryAfter(forAddress: request.clientAddress, now: now) else { return nil }
         let message = "Too many sign-in attempts from your address; try again in \(seconds) seconds."
         return page(
             429,

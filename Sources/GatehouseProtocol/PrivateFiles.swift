@@ -45,14 +45,8 @@ public enum PrivateFiles {
     /// Returns false (and leaves the existing file alone) when another writer got there first.
     @discardableResult
     public static func writeNew(_ data: Data, to path: String) throws -> Bool {
-        let temporary = path + ".\(UUID().uuidString).tmp"
-        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw PrivateFileError(path: temporary, errno: errno) }
+        let temporary = try writeSynced(data, beside: path)
         defer { unlink(temporary) }
-        let written = data.withUnsafeBytes { bytes in write(descriptor, bytes.baseAddress, bytes.count) }
-        let synced = fsync(descriptor)
-        close(descriptor)
-        guard written == data.count, synced == 0 else { throw PrivateFileError(path: temporary, errno: errno) }
         guard link(temporary, path) == 0 else {
             if errno == EEXIST { return false }
             throw PrivateFileError(path: path, errno: errno)
@@ -63,17 +57,28 @@ public enum PrivateFiles {
     /// Replaces the file at `path` with `data` (mode 0600) in one rename: readers see the old
     /// content or the new, never a part.
     public static func replace(_ data: Data, at path: String) throws {
+        let temporary = try writeSynced(data, beside: path)
+        guard rename(temporary, path) == 0 else {
+            let problem = errno
+            unlink(temporary)
+            throw PrivateFileError(path: path, errno: problem)
+        }
+    }
+
+    /// `data` in a new file with mode 0600 next to `path`, synced to disk; returns its path.
+    private static func writeSynced(_ data: Data, beside path: String) throws -> String {
         let temporary = path + ".\(UUID().uuidString).tmp"
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw PrivateFileError(path: temporary, errno: errno) }
         let written = data.withUnsafeBytes { bytes in write(descriptor, bytes.baseAddress, bytes.count) }
         let synced = fsync(descriptor)
+        let problem = errno
         close(descriptor)
-        guard written == data.count, synced == 0, rename(temporary, path) == 0 else {
-            let problem = errno
+        guard written == data.count, synced == 0 else {
             unlink(temporary)
-            throw PrivateFileError(path: path, errno: problem)
+            throw PrivateFileError(path: temporary, errno: problem)
         }
+        return temporary
     }
 }
 

@@ -42,6 +42,13 @@ public final class RateLimiter: Sendable {
         }
     }
 
+    /// Takes one request from the bucket of the client at `address` (nil in-process: never
+    /// limited): nil when allowed, else the whole seconds to wait, for `Retry-After`.
+    public func retryAfter(forAddress address: String?, now: Double) -> Int? {
+        guard let address, let wait = take(Self.key(forAddress: address), now: now) else { return nil }
+        return Int(wait.rounded(.up))
+    }
+
     /// Drops the buckets that have refilled (they hold nothing a new bucket would not); if that
     /// frees too little, the oldest half.
     private func forgetFull(_ buckets: inout [String: Bucket], now: Double) {

@@ -95,13 +95,10 @@ struct FlowApplied: Sendable {
 enum FlowEvent: Sendable, Equatable {
     case profileCreated
     case failureCounted
-    case failuresReset
     case registrationStored(authenticator: String)
     case registrationRemoved(authenticator: String)
     case profileDeregistered
-    case sessionIssued
     case userSessionsRevoked
-    case transactionApproved
     case ended
 }
 

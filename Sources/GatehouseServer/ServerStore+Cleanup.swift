@@ -74,12 +74,12 @@ extension ServerStore {
         }
     }
 
-    /// Rows per table, for operators and the load measurement.
     /// Reads the schema from the database file: throws when the database cannot answer.
     func checkReadiness() async throws {
         _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
     }
 
+    /// Rows per table, for operators and the load measurement.
     func rowCounts() async throws -> [String: Int] {
         try await pool.read { db in
             var counts: [String: Int] = [:]

@@ -36,7 +36,6 @@ extension ServerStore {
                 events.append(.failureCounted)
             case .resetFailures:
                 try db.execute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [row.profileID])
-                events.append(.failuresReset)
             case .identifyUser(let identity):
                 try identify(identity, row: &row, now: now, db)
                 // The actions that follow in this step (a registration with nothing to enrol ends
@@ -78,7 +77,6 @@ extension ServerStore {
                 events.append(.profileDeregistered)
             case .issueTokens:
                 tokens = try issueTokens(for: row, now: now, db)
-                events.append(.sessionIssued)
             case .revokeUser(let subject, let grant):
                 // What the replayed credential issued; without a named credential, every session
                 // of this provider's user, whichever device holds it.
@@ -93,7 +91,6 @@ extension ServerStore {
             case .approveTransaction:
                 try approveTransaction(for: row, now: now, db)
                 approved = true
-                events.append(.transactionApproved)
             case .saveFlow(let state):
                 if state.attempt == .held, row.state.attempt != .held { row.heldUntil = now + Self.holdLifetime }
                 if state.attempt != .held { row.heldUntil = nil }

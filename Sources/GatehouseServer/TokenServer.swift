@@ -380,10 +380,7 @@ public final class TokenServer: Sendable {
 
     /// Refuses the request with 429 and `Retry-After` when its address has used up `limiter`.
     func limit(_ request: WireRequest, by limiter: RateLimiter) throws {
-        guard let address = request.clientAddress,
-            let wait = limiter.take(RateLimiter.key(forAddress: address), now: now)
-        else { return }
-        let seconds = Int(wait.rounded(.up))
+        guard let seconds = limiter.retryAfter(forAddress: request.clientAddress, now: now) else { return }
         metrics.event("rate_limited")
         var error = ServerError(
             429,

@@ -98,10 +98,7 @@ extension XignInManager {
             // Registration: a fresh key for this account-to-be, stored for ten minutes, so the
             // number one source may ask for is limited.
             try requireOpen()
-            if let address = request.clientAddress,
-                let wait = evaluationLimiter.take(RateLimiter.key(forAddress: address), now: now)
-            {
-                let seconds = Int(wait.rounded(.up))
+            if let seconds = evaluationLimiter.retryAfter(forAddress: request.clientAddress, now: now) {
                 var refusal = Refusal(
                     429,
                     "too_many_requests",
