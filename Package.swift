@@ -51,6 +51,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         // The server side's own HTTP calls (callbacks, webhooks, introspection).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The benchmark's latency percentiles.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // The kernel: protocols, registry, manifest schema, challenges, errors. Foundation and swift-log only.
@@ -301,6 +303,10 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Benchmarks/GatehouseBenchmark"
         ),

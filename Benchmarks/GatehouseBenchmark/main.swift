@@ -1,31 +1,38 @@
-// gatehouse-bench: starts `gatehouse serve` on a loopback port, registers one profile per
-// concurrent client, then measures PIN authentications, refresh grants and push round trips at
-// 1, 8 and 64 concurrent clients (throughput, median and p99 latency, the server's own CPU time
-// per operation), beside the cost of the same crypto alone on one core (the floor).
+// gatehouse-bench: starts `gatehouse serve` (its own process) on a loopback port, registers one
+// device per concurrent client over the wire protocol, then drives introspection, token
+// validation, refresh grants and PIN authentications at 1, 8 and 64 concurrent clients from a
+// load generator that prepares its requests ahead and runs on one event-loop thread. For each:
+// throughput, p50/p99/p99.9 latency, the server's own CPU time per operation, the generator's
+// share of the machine, and the server-side crypto floor with the ratio; at 1k and at 1M stored
+// tokens. Also cold start and idle memory.
 //
 //   swift build -c release --product gatehouse && swift build -c release --product gatehouse-bench
-//   .build/release/gatehouse-bench [--seconds 5] [--levels 1,8,64] [--operations pin,refresh,push]
+//   .build/release/gatehouse-bench                      (or: scripts/benchmark)
+//   .build/release/gatehouse-bench --operations push    (the push round trip, through the SDK)
 //   .build/release/gatehouse-bench --operations steady --seconds 600 --levels 16   (table growth)
 
 import ArgumentParser
 import BiometricAuthenticator
-import Crypto
 import Foundation
+import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehousePlugins
 import GatehouseProtocol
 import GatehouseYAML
 import Logging
-import _CryptoExtras
+import NIOCore
+import NIOPosix
 
 // MARK: - Options
 
 struct Options: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gatehouse-bench",
-        abstract: "Measures gatehouse serve: PIN authentications, refresh grants, push round trips."
+        abstract: "Measures gatehouse serve: introspection, validation, refresh grants, PIN authentications."
     )
+
+    static let loadOperations = ["introspect", "validate", "refresh", "pin"]
 
     @Option(help: "Seconds each measurement runs.")
     var seconds = 5.0
@@ -33,20 +40,32 @@ struct Options: ParsableCommand {
     @Option(help: "Concurrent clients, comma-separated.", transform: Options.integers)
     var levels = [1, 8, 64]
 
+    @Option(
+        help: "Stored tokens to measure at, comma-separated (the table is filled up to each).",
+        transform: Options.integers
+    )
+    var storedTokens = [1_000, 1_000_000]
+
     @Option(help: "The server's manifest.")
     var manifest = "Examples/manifests/server.yaml"
 
-    @Option(help: "pin, refresh, push and/or steady, comma-separated.", transform: Options.names)
-    var operations: Set<String> = ["pin", "refresh", "push"]
+    @Option(
+        help: "introspect, validate, refresh, pin, startup, push and/or steady, comma-separated.",
+        transform: Options.names
+    )
+    var operations: [String] = Options.loadOperations + ["startup"]
 
     func validate() throws {
         guard seconds > 0 else { throw ValidationError("--seconds must be positive") }
         guard !levels.isEmpty, levels.allSatisfy({ (1...1024).contains($0) }) else {
             throw ValidationError("--levels takes numbers from 1 to 1024")
         }
-        let known: Set<String> = ["pin", "refresh", "push", "steady"]
-        guard operations.isSubset(of: known) else {
-            throw ValidationError("--operations takes \(known.sorted().joined(separator: ", "))")
+        guard !storedTokens.isEmpty, storedTokens.allSatisfy({ (0...50_000_000).contains($0) }) else {
+            throw ValidationError("--stored-tokens takes numbers from 0 to 50000000")
+        }
+        let known = Options.loadOperations + ["startup", "push", "steady"]
+        guard operations.allSatisfy(known.contains) else {
+            throw ValidationError("--operations takes \(known.joined(separator: ", "))")
         }
     }
 
@@ -57,258 +76,252 @@ struct Options: ParsableCommand {
         }
     }
 
-    static func names(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
+    static func names(_ text: String) -> [String] { text.split(separator: ",").map(String.init) }
 }
 
 let options = Options.parseOrExit()
 let seconds = options.seconds
 let levels = options.levels
 let operations = options.operations
+let cores = ProcessInfo.processInfo.activeProcessorCount
 
 // MARK: - The server
 
 let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+let serverBinary = binDirectory.appendingPathComponent("gatehouse").path
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
     "gatehouse-bench-\(UUID().uuidString.prefix(8))"
 )
 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: scratch) }
 
-// Every benchmark client registers from this one address: the server's limit on installations
-// per address would measure itself, so the copy the server reads turns it off.
+// Every benchmark client registers from this one address: the server's per-address limits would
+// measure themselves, so the copy the server reads turns them off. Access tokens live an hour, so
+// the ones set up at the start stay valid through a long run.
 let manifestPath = scratch.appendingPathComponent(URL(fileURLWithPath: options.manifest).lastPathComponent).path
 do {
     let text = try String(contentsOfFile: options.manifest, encoding: .utf8)
-    let unlimited = text.replacingOccurrences(of: "\nserver:\n", with: "\nserver:\n  rateLimitPerMinute: 0\n")
-    try unlimited.write(toFile: manifestPath, atomically: true, encoding: .utf8)
+    let kept = text.split(separator: "\n", omittingEmptySubsequences: false).filter {
+        !$0.hasPrefix("  accessTokenLifetime:")
+    }
+    let adjusted = kept.joined(separator: "\n").replacingOccurrences(
+        of: "\nserver:\n",
+        with: "\nserver:\n  rateLimitPerMinute: 0\n  accessTokenLifetime: 3600\n"
+    )
+    try adjusted.write(toFile: manifestPath, atomically: true, encoding: .utf8)
+}
+let databasePath = scratch.appendingPathComponent("server.sqlite").path
+
+/// Starts `gatehouse serve` and returns it once it listens, with its URL and how long that took.
+func startServer(database: String) throws -> (Process, String, Double) {
+    let serve = Process()
+    serve.executableURL = URL(fileURLWithPath: serverBinary)
+    serve.arguments = [
+        "serve", "--manifest", manifestPath, "--database", database, "--port", "0", "--log-level", "error",
+    ]
+    let output = Pipe()
+    serve.standardOutput = output
+    // Its audit log (registrations) would drown the report: it goes to a file beside the database.
+    let log = database + ".log"
+    _ = FileManager.default.createFile(atPath: log, contents: nil)
+    serve.standardError = FileHandle(forWritingAtPath: log)
+    let started = DispatchTime.now().uptimeNanoseconds
+    try serve.run()
+    let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+    guard let range = line.range(of: "http://") else {
+        serve.terminate()
+        let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        throw BenchmarkError("gatehouse serve did not start: \(line)\(said)")
+    }
+    return (serve, String(line[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines), elapsed)
 }
 
-let serve = Process()
-serve.executableURL = binDirectory.appendingPathComponent("gatehouse")
-serve.arguments = [
-    "serve", "--manifest", manifestPath, "--database", scratch.appendingPathComponent("server.sqlite").path, "--port",
-    "0",
-    "--log-level", "error",
-]
-let serveOutput = Pipe()
-serve.standardOutput = serveOutput
-try serve.run()
+/// The server's resident memory in MB, from /proc.
+func residentMegabytes(_ pid: Int32) -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
+    return kilobytes / 1024
+}
+
+/// This process's CPU time so far (the load generator's).
+func ownCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+print("Gatehouse benchmark, \(seconds) s per measurement")
+print(
+    "machine: \(cores) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB; "
+        + "the server and the load generator share them"
+)
+
+if operations.contains("startup") {
+    try measureStartup()
+}
+
+let (serve, baseURL, _) = try startServer(database: databasePath)
 defer { serve.terminate() }
-guard let line = String(data: serveOutput.fileHandleForReading.availableData, encoding: .utf8),
-    let range = line.range(of: "http://")
-else {
-    FileHandle.standardError.write(Data("gatehouse serve did not start\n".utf8))
-    exit(1)
+guard let port = URLComponents(string: baseURL)?.port else { throw BenchmarkError("no port in \(baseURL)") }
+print("gatehouse serve at \(baseURL) (pid \(serve.processIdentifier))")
+
+// MARK: - Load
+
+let loadOperations = Options.loadOperations.filter(operations.contains)
+if !loadOperations.isEmpty {
+    let setup = SetupCalls(transport: HTTPTransport(baseURL: baseURL), baseURL: baseURL)
+    let deviceCount = levels.max() ?? 1
+    var devices: [WireDevice] = []
+    for index in 0..<deviceCount {
+        devices.append(try await setup.registerDevice(subject: "user\(index)@example.com"))
+    }
+    print("\(deviceCount) devices registered over the wire protocol (custom registration API, then the PIN)")
+
+    let floors = try CryptoFloors(baseURL: baseURL, oprfPublicKey: devices[0].oprfPublicKey)
+    floors.print()
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let store = try TokenTable(path: databasePath)
+    var results: [String: [Int: [Int: LevelFigures]]] = [:]
+    for target in options.storedTokens {
+        let filled = try store.fill(upTo: target)
+        print("\n=== \(filled) tokens stored (the table filled up to \(target)) ===")
+        for operation in loadOperations {
+            let floor = floors.milliseconds[operation] ?? 0
+            print("\n\(Report.title(operation)) — server-side crypto floor \(String(format: "%.3f", floor)) ms/op")
+            print(Report.header)
+            for level in levels {
+                let selected = Array(devices.prefix(level))
+                let budget = Report.preparedBudget(operation, level: level, seconds: seconds)
+                let workloads: [any Workload]
+                var blinded: BlindedStock?
+                switch operation {
+                case "introspect":
+                    workloads = selected.map {
+                        IntrospectionWorkload(
+                            device: $0,
+                            resourceServer: "gateway",
+                            secret: "example-gateway-secret-change-me"
+                        )
+                    }
+                case "validate":
+                    workloads = try selected.map {
+                        try ValidationWorkload(device: $0, baseURL: baseURL, prepared: budget)
+                    }
+                case "refresh":
+                    workloads = try selected.map { try RefreshWorkload(device: $0, baseURL: baseURL, prepared: budget) }
+                default:
+                    let stock = try BlindedStock(count: budget * level, oprfPublicKey: devices[0].oprfPublicKey)
+                    blinded = stock
+                    workloads = try selected.map {
+                        try PINWorkload(device: $0, baseURL: baseURL, blinded: stock, prepared: budget)
+                    }
+                }
+                let tokensBefore = try store.count()
+                let serverBefore = serverCPUSeconds(serve.processIdentifier)
+                let ownBefore = ownCPUSeconds()
+                let started = DispatchTime.now().uptimeNanoseconds
+                let connections = try await drive(workloads, port: port, seconds: seconds, group: group)
+                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                var figures = LevelFigures(
+                    clients: level,
+                    connections: connections,
+                    elapsed: elapsed,
+                    serverCPU: serverCPUSeconds(serve.processIdentifier) - serverBefore,
+                    generatorCPU: ownCPUSeconds() - ownBefore,
+                    cores: cores,
+                    floor: floor,
+                    storedTokens: tokensBefore
+                )
+                for workload in workloads {
+                    if let refresh = workload as? RefreshWorkload { figures.signedLive += refresh.proofs.signedLive }
+                    if let validation = workload as? ValidationWorkload {
+                        figures.signedLive += validation.proofs.signedLive
+                    }
+                    if let pin = workload as? PINWorkload { figures.signedLive += pin.startProofs.signedLive }
+                }
+                figures.signedLive += blinded?.blindedLive ?? 0
+                print(figures.row)
+                if let error = figures.firstError { print("        first wrong answer: \(error)") }
+                results[operation, default: [:]][target, default: [:]][level] = figures
+                // A rotated session is the one the next measurements must use.
+                for (index, workload) in workloads.enumerated() {
+                    if let refresh = workload as? RefreshWorkload {
+                        devices[index] = refresh.session(of: devices[index])
+                    }
+                }
+            }
+        }
+    }
+    try await group.shutdownGracefully()
+    Report.scaling(results, targets: options.storedTokens, levels: levels)
 }
-let baseURL = String(line[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines)
 
-// MARK: - Clients
+// MARK: - The SDK-driven measurements
 
-/// Answers the demo registration API and the PIN challenges.
+if operations.contains("push") || operations.contains("steady") {
+    var quiet = Logger(label: "gatehouse.bench")
+    quiet.logLevel = .warning
+    let manifest = try ManifestLoader.jsonAndYAML.load(
+        path: manifestPath,
+        additionalSections: ["server", "xignin", "login"]
+    )
+    // The demo manifest names the command line's simulated biometric sensor; the benchmark gives it one.
+    let plugins = try PluginRegistry.builtIn.load(
+        manifest,
+        environment: PluginEnvironment(logger: quiet, services: ["simulated-sensor": SimulatedBiometricSensor()]),
+        sides: .client
+    )
+    var clients: [(UserClient, UserProfile)] = []
+    var pushDevices: [(UserClient, UserProfile, String)] = []
+    for index in 0..<(levels.max() ?? 1) {
+        let client = try UserClient(
+            configuration: ClientConfiguration(
+                dataDirectory: scratch.appendingPathComponent("device-\(index)"),
+                transport: HTTPTransport(baseURL: baseURL),
+                appID: "gatehouse-example",
+                plugins: plugins,
+                logger: quiet
+            )
+        )
+        let email = "sdk\(index)@example.com"
+        let result = try await client.registerUser(delegate: BenchmarkDelegate(email: email))
+        clients.append((client, result.profile))
+        if operations.contains("push") {
+            // Registration leaves the user authenticated: enrol for mobile auth and the events channel.
+            try await client.enrollForMobileAuth()
+            try await client.enrollForPushMobileAuth(deviceToken: "bench-device-\(index)", platform: .events)
+            pushDevices.append((client, result.profile, email))
+        }
+    }
+    if operations.contains("steady") {
+        try await steadyRefreshLoad(
+            clients: clients,
+            database: databasePath,
+            seconds: seconds,
+            serverPID: serve.processIdentifier
+        )
+    }
+    if operations.contains("push") {
+        try await benchmarkPushRoundTrip(
+            devices: pushDevices,
+            baseURL: baseURL,
+            serverPID: serve.processIdentifier,
+            levels: levels,
+            seconds: seconds
+        )
+    }
+}
+
+/// Answers the demo registration API and the PIN challenges (the SDK-driven measurements).
 struct BenchmarkDelegate: RegistrationDelegate, AuthenticationDelegate {
     let email: String
     func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse {
         challenge.step == .initialize ? .data(email) : .data(String((challenge.info?.data ?? "").suffix(6)))
     }
-    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN("258147")) }
-    func pin(_ challenge: PinChallenge) -> PinResponse { .pin(PIN("258147")) }
-}
-
-let manifest = try ManifestLoader.jsonAndYAML.load(
-    path: manifestPath,
-    additionalSections: ["server", "xignin", "login"]
-)
-var quiet = Logger(label: "gatehouse.bench")
-quiet.logLevel = .warning
-// The demo manifest names the command line's simulated biometric sensor; the benchmark gives it one.
-let plugins = try PluginRegistry.builtIn.load(
-    manifest,
-    environment: PluginEnvironment(logger: quiet, services: ["simulated-sensor": SimulatedBiometricSensor()]),
-    sides: .client
-)
-let clientCount = levels.max() ?? 1
-var clients: [(UserClient, UserProfile)] = []
-var pushDevices: [(UserClient, UserProfile, String)] = []
-for index in 0..<clientCount {
-    let client = try UserClient(
-        configuration: ClientConfiguration(
-            dataDirectory: scratch.appendingPathComponent("device-\(index)"),
-            transport: HTTPTransport(baseURL: baseURL),
-            appID: "gatehouse-example",
-            plugins: plugins,
-            logger: quiet
-        )
-    )
-    let result = try await client.registerUser(delegate: BenchmarkDelegate(email: "user\(index)@example.com"))
-    clients.append((client, result.profile))
-    if operations.contains("push") {
-        // Registration leaves the user authenticated: enrol for mobile auth and the events channel.
-        try await client.enrollForMobileAuth()
-        try await client.enrollForPushMobileAuth(deviceToken: "bench-device-\(index)", platform: .events)
-        pushDevices.append((client, result.profile, "user\(index)@example.com"))
-    }
-}
-
-// MARK: - Measurement
-
-struct Figures {
-    var operations: Int
-    var elapsed: Double
-    var latencies: [Double]
-
-    var rate: Double { Double(operations) / elapsed }
-    func percentile(_ p: Double) -> Double {
-        let sorted = latencies.sorted()
-        guard !sorted.isEmpty else { return 0 }
-        return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
-    }
-}
-
-@MainActor
-func measure(
-    concurrency: Int,
-    _ operation: @escaping @Sendable (UserClient, UserProfile) async throws -> Void
-) async throws -> Figures {
-    let start = Date()
-    let deadline = start.addingTimeInterval(seconds)
-    let selected = Array(clients.prefix(concurrency))
-    let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-        for (client, profile) in selected {
-            group.addTask {
-                var samples: [Double] = []
-                while Date() < deadline {
-                    let began = Date()
-                    try await operation(client, profile)
-                    samples.append(Date().timeIntervalSince(began) * 1000)
-                }
-                return samples
-            }
-        }
-        var all: [Double] = []
-        for try await samples in group { all += samples }
-        return all
-    }
-    return Figures(operations: latencies.count, elapsed: Date().timeIntervalSince(start), latencies: latencies)
-}
-
-// MARK: - The floor: the same crypto, alone, on one core
-
-/// Milliseconds of one run of `body`, the median of 15 batches.
-func floorMilliseconds(iterations: Int, _ body: () throws -> Void) rethrows -> Double {
-    var batches: [Double] = []
-    for _ in 0..<15 {
-        let start = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<iterations { try body() }
-        batches.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6 / Double(iterations))
-    }
-    return batches.sorted()[batches.count / 2]
-}
-
-let oprfKey = P384._VOPRF.PrivateKey()
-let oprfRaw = oprfKey.rawRepresentation
-let signingKey = P256.Signing.PrivateKey()
-let dpopKey = P256.Signing.PrivateKey()
-let wrappingKey = SymmetricKey(size: .bits256)
-let sealed = try AES.GCM.seal(signingKey.rawRepresentation, using: wrappingKey).combined ?? Data()
-let nonce = Data(repeating: 7, count: 32)
-
-/// One PIN authentication's crypto: three DPoP proofs made and checked, a blind, a server
-/// evaluation (key parsed from storage), a finalize, the key derivation and unwrap, the nonce
-/// signature and its check.
-let pinFloor = try floorMilliseconds(iterations: 20) {
-    for step in 0..<3 {
-        let proof = try DPoP.proof(method: "POST", url: baseURL + "/v1/flows/x", key: dpopKey, now: Date())
-        _ = try DPoP.verify(proof, method: "POST", url: baseURL + "/v1/flows/x", accessToken: nil, now: Date())
-        _ = step
-    }
-    let blinded = try oprfKey.publicKey.blind(Data("258147".utf8))
-    let key = try P384._VOPRF.PrivateKey(rawRepresentation: oprfRaw)
-    let evaluation = try key.evaluate(
-        P384._VOPRF.BlindedElement(oprfRepresentation: blinded.blindedElement.oprfRepresentation)
-    )
-    let output = try oprfKey.publicKey.finalize(
-        blinded,
-        using: P384._VOPRF.BlindEvaluation(rawRepresentation: evaluation.rawRepresentation)
-    )
-    let derived = HKDF<SHA256>.deriveKey(
-        inputKeyMaterial: SymmetricKey(data: output),
-        salt: nonce,
-        info: nonce,
-        outputByteCount: 32
-    )
-    _ = try? AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: derived)
-    let raw = try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: wrappingKey)
-    let unwrapped = try P256.Signing.PrivateKey(rawRepresentation: raw)
-    let signature = try unwrapped.signature(for: nonce)
-    _ = unwrapped.publicKey.isValidSignature(signature, for: nonce)
-}
-
-/// One refresh grant's crypto: a DPoP proof made and checked, two new random tokens and three hashes.
-let refreshFloor = try floorMilliseconds(iterations: 200) {
-    let proof = try DPoP.proof(method: "POST", url: baseURL + "/v1/token", key: dpopKey, now: Date())
-    _ = try DPoP.verify(proof, method: "POST", url: baseURL + "/v1/token", accessToken: nil, now: Date())
-    for _ in 0..<3 { _ = SHA256.hash(data: Data.random(count: 32)) }
-}
-
-// MARK: - Runs
-
-@MainActor
-func report(
-    _ name: String,
-    floor: Double,
-    _ operation: @escaping @Sendable (UserClient, UserProfile) async throws -> Void
-) async throws {
-    print(
-        "\n\(name) (floor: \(String(format: "%.3f", floor)) ms of crypto per operation = \(String(format: "%.0f", 1000 / floor))/s on one core)"
-    )
-    print("clients      ops/s   median ms    p99 ms   ratio to floor (2 cores)   server CPU ms/op")
-    for level in levels {
-        let cpuBefore = serverCPUSeconds(serve.processIdentifier)
-        let figures = try await measure(concurrency: level, operation)
-        let cpu = serverCPUSeconds(serve.processIdentifier) - cpuBefore
-        let ratio = figures.rate / (2 * 1000 / floor)
-        print(
-            String(
-                format: "%7d %10.1f %11.2f %9.2f   %.2f                       %.2f",
-                level,
-                figures.rate,
-                figures.percentile(0.5),
-                figures.percentile(0.99),
-                ratio,
-                figures.operations == 0 ? 0 : cpu * 1000 / Double(figures.operations)
-            )
-        )
-    }
-}
-
-print("Gatehouse benchmark: gatehouse serve at \(baseURL), \(clientCount) registered profiles, \(seconds) s per level")
-print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; client and server share them")
-if operations.contains("pin") {
-    try await report("PIN authentications (start + evaluate + prove, each DPoP-signed)", floor: pinFloor) {
-        client,
-        profile in
-        try await client.authenticateUser(profile, delegate: BenchmarkDelegate(email: ""))
-    }
-}
-if operations.contains("refresh") {
-    try await report("Refresh grants (rotation with reuse detection)", floor: refreshFloor) { client, _ in
-        try await client.refreshSession()
-    }
-}
-if operations.contains("steady") {
-    try await steadyRefreshLoad(
-        clients: clients,
-        database: scratch.appendingPathComponent("server.sqlite").path,
-        seconds: seconds,
-        serverPID: serve.processIdentifier
-    )
-}
-if operations.contains("push") {
-    try await benchmarkPushRoundTrip(
-        devices: pushDevices,
-        baseURL: baseURL,
-        serverPID: serve.processIdentifier,
-        levels: levels,
-        seconds: seconds
-    )
+    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN(benchmarkPIN)) }
+    func pin(_ challenge: PinChallenge) -> PinResponse { .pin(PIN(benchmarkPIN)) }
 }

@@ -1,0 +1,194 @@
+import Foundation
+import Histogram
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+// The load generator: one keep-alive HTTP/1.1 connection per simulated client, every one driven
+// by callbacks on a single event-loop thread (no task hops, no locks, no per-request set-up), so
+// what it costs the machine stays small and is measured (its own CPU time is reported).
+
+/// A request made before the timed window wherever the protocol allows.
+struct PreparedRequest {
+    var method: HTTPMethod
+    var uri: String
+    var headers: HTTPHeaders
+    var body: ByteBuffer?
+
+    init(_ method: HTTPMethod, _ uri: String, headers: [(String, String)], body: ByteBuffer? = nil) {
+        self.method = method
+        self.uri = uri
+        var all = HTTPHeaders(headers)
+        all.add(name: "Host", value: "127.0.0.1")
+        all.add(name: "Content-Length", value: String(body?.readableBytes ?? 0))
+        self.headers = all
+        self.body = body
+    }
+}
+
+/// A response as the workload checks it.
+struct Answer {
+    var status: UInt
+    var body: ByteBuffer
+
+    /// Whether the body contains `needle` (a fixed string the right answer must hold).
+    func contains(_ needle: [UInt8]) -> Bool {
+        body.readableBytesView.firstRange(of: needle) != nil
+    }
+
+    var text: String { String(buffer: body) }
+}
+
+/// What comes after a response: the operation's next request, its end, or a wrong answer.
+enum Next {
+    case send(PreparedRequest)
+    case finished
+    case failed(String)
+}
+
+/// One simulated client's operations, used on its connection's event loop only.
+protocol Workload: AnyObject, Sendable {
+    /// The first request of a new operation.
+    func begin() -> PreparedRequest
+    /// What follows `answer` within the current operation.
+    func next(after answer: Answer) -> Next
+    /// Whether another operation can follow a failed one (a broken refresh chain cannot).
+    var canContinueAfterFailure: Bool { get }
+}
+
+/// What one connection measured.
+struct ConnectionFigures: Sendable {
+    var operations = 0
+    var errors = 0
+    var firstError: String?
+    /// Operation latencies in microseconds.
+    var latencies = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+}
+
+/// Drives a workload over one connection until the deadline, then reports.
+/// Used on its connection's event loop only (`@unchecked Sendable` hands it there).
+final class WorkloadDriver: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private let workload: any Workload
+    private let deadline: UInt64
+    private let done: EventLoopPromise<ConnectionFigures>
+    private var figures = ConnectionFigures()
+    private var operationStarted: UInt64 = 0
+    private var status: UInt = 0
+    private var body: ByteBuffer?
+    private var finished = false
+
+    init(workload: any Workload, deadline: UInt64, done: EventLoopPromise<ConnectionFigures>) {
+        self.workload = workload
+        self.deadline = deadline
+        self.done = done
+    }
+
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    func start(_ context: ChannelHandlerContext) {
+        operationStarted = Self.now()
+        send(workload.begin(), context)
+    }
+
+    private func send(_ request: PreparedRequest, _ context: ChannelHandlerContext) {
+        let head = HTTPRequestHead(
+            version: .http1_1,
+            method: request.method,
+            uri: request.uri,
+            headers: request.headers
+        )
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            status = head.status.code
+            body = nil
+        case .body(var part):
+            if body == nil { body = part } else { body?.writeBuffer(&part) }
+        case .end:
+            let answer = Answer(status: status, body: body ?? ByteBuffer())
+            switch workload.next(after: answer) {
+            case .send(let request):
+                send(request, context)
+            case .finished:
+                let now = Self.now()
+                figures.operations += 1
+                _ = figures.latencies.record((now - operationStarted) / 1000)
+                nextOperation(context, now: now)
+            case .failed(let reason):
+                figures.errors += 1
+                if figures.firstError == nil { figures.firstError = reason }
+                guard workload.canContinueAfterFailure else { return finish(context) }
+                nextOperation(context, now: Self.now())
+            }
+        }
+    }
+
+    private func nextOperation(_ context: ChannelHandlerContext, now: UInt64) {
+        guard now < deadline else { return finish(context) }
+        operationStarted = now
+        send(workload.begin(), context)
+    }
+
+    private func finish(_ context: ChannelHandlerContext) {
+        guard !finished else { return }
+        finished = true
+        done.succeed(figures)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !finished {
+            finished = true
+            done.fail(BenchmarkError("the server closed a connection (\(figures.operations) operations done)"))
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !finished {
+            finished = true
+            done.fail(error)
+        }
+        context.close(promise: nil)
+    }
+}
+
+/// Runs `workloads` (one connection each) against the server until `seconds` have passed.
+func drive(
+    _ workloads: [any Workload],
+    port: Int,
+    seconds: Double,
+    group: MultiThreadedEventLoopGroup
+) async throws -> [ConnectionFigures] {
+    // Connect everyone first, so connection set-up is outside the timed window.
+    var channels: [(any Channel, any Workload)] = []
+    for workload in workloads {
+        let channel = try await ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in channel.pipeline.addHTTPClientHandlers() }
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+        channels.append((channel, workload))
+    }
+    let deadline = WorkloadDriver.now() + UInt64(seconds * 1e9)
+    var results: [EventLoopFuture<ConnectionFigures>] = []
+    for (channel, workload) in channels {
+        let promise = channel.eventLoop.makePromise(of: ConnectionFigures.self)
+        let driver = WorkloadDriver(workload: workload, deadline: deadline, done: promise)
+        results.append(promise.futureResult)
+        try await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.addHandler(driver)
+            if let context = try? channel.pipeline.syncOperations.context(handler: driver) { driver.start(context) }
+        }.get()
+    }
+    var figures: [ConnectionFigures] = []
+    for result in results { figures.append(try await result.get()) }
+    for (channel, _) in channels { try? await channel.close().get() }
+    return figures
+}
