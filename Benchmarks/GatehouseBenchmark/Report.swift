@@ -84,18 +84,19 @@ enum Report {
         }
     }
 
-    /// How many proofs (or blinded PINs) to prepare per client: more than the fastest run here
-    /// could use, so that signing in the timed window stays the exception (counted as `live`).
-    static func preparedBudget(_ operation: String, level: Int, seconds: Double) -> Int {
-        let single: Double
-        let most: Double
+    /// How many proofs (or blinded PINs) to prepare per client: more than this run could use,
+    /// judged from the fastest rate seen so far for the operation (or a first guess), so that
+    /// signing in the timed window stays the exception (counted as `live`).
+    static func preparedBudget(_ operation: String, level: Int, seconds: Double, fastestSoFar: Double?) -> Int {
+        let guess: Double
         switch operation {
         case "introspect": return 0
-        case "validate": (single, most) = (4_000, 10_000)
-        case "refresh": (single, most) = (3_000, 8_000)
-        default: (single, most) = (300, 800)
+        case "validate": guess = 10_000
+        case "refresh": guess = 6_000
+        default: guess = 500
         }
-        return Int((level == 1 ? single : most) * seconds * 1.3 / Double(level)) + 20
+        let rate = max(guess, fastestSoFar ?? 0)
+        return Int(rate * seconds * 1.3 / Double(level)) + 20
     }
 
     /// Throughput at each stored-token count side by side, and the ratio of the last to the first.
@@ -192,10 +193,10 @@ struct CryptoFloors {
         return batches.sorted()[batches.count / 2]
     }
 
-    func print() {
-        Swift.print("server-side crypto floor per operation, one core (median of 15 batches):")
+    func show() {
+        print("server-side crypto floor per operation, one core (median of 15 batches):")
         for operation in Options.loadOperations {
-            Swift.print(String(format: "  %-10@ %8.4f ms", operation as NSString, milliseconds[operation] ?? 0))
+            print(String(format: "  %-10@ %8.4f ms", operation as NSString, milliseconds[operation] ?? 0))
         }
     }
 }

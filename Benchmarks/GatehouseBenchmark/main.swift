@@ -182,7 +182,7 @@ if !loadOperations.isEmpty {
     print("\(deviceCount) devices registered over the wire protocol (custom registration API, then the PIN)")
 
     let floors = try CryptoFloors(baseURL: baseURL, oprfPublicKey: devices[0].oprfPublicKey)
-    floors.print()
+    floors.show()
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let store = try TokenTable(path: databasePath)
     var results: [String: [Int: [Int: LevelFigures]]] = [:]
@@ -195,7 +195,12 @@ if !loadOperations.isEmpty {
             print(Report.header)
             for level in levels {
                 let selected = Array(devices.prefix(level))
-                let budget = Report.preparedBudget(operation, level: level, seconds: seconds)
+                let budget = Report.preparedBudget(
+                    operation,
+                    level: level,
+                    seconds: seconds,
+                    fastestSoFar: results[operation]?.values.flatMap(\.values).map(\.rate).max()
+                )
                 let workloads: [any Workload]
                 var blinded: BlindedStock?
                 switch operation {
@@ -315,6 +320,9 @@ if operations.contains("push") || operations.contains("steady") {
         )
     }
 }
+
+/// Unbuffered even into a pipe or a file, so a long run can be watched (and profiled) as it goes.
+func print(_ text: String = "") { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
 
 /// Answers the demo registration API and the PIN challenges (the SDK-driven measurements).
 struct BenchmarkDelegate: RegistrationDelegate, AuthenticationDelegate {

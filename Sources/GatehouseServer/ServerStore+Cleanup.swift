@@ -28,7 +28,7 @@ public struct CleanupReport: Sendable, Equatable, CustomStringConvertible {
 
 extension ServerStore {
     func removeExpiredState(now: Double, limit: Int, idleInstallationLifetime: Double) async throws -> CleanupReport {
-        try await pool.write { db in
+        try await write { db in
             var report = CleanupReport()
             func delete(_ table: String, where condition: String, _ arguments: StatementArguments) throws -> Int {
                 try db.execute(
@@ -70,6 +70,9 @@ extension ServerStore {
                     """,
                 [now - idleInstallationLifetime]
             )
+            // What a sweep removes was already inactive; forgetting every kept answer keeps that
+            // beyond doubt (a sweep runs once a minute).
+            if report.total > 0 { self.activeTokens.evictOnCommit(.all, db) }
             return report
         }
     }

@@ -8,9 +8,9 @@ extension ServerStore {
 
     /// Starts a registration for a registered client.
     func startRegistration(_ flow: FlowRow, proof: ProofUse) async throws -> FlowApplied {
-        try await pool.write { db in
+        try await write { db in
             try self.record(proof, db)
-            try db.execute(sql: "DELETE FROM flows WHERE expires_at < ?", arguments: [proof.now - 3600])
+            try db.cachedExecute(sql: "DELETE FROM flows WHERE expires_at < ?", arguments: [proof.now - 3600])
             let (machine, actions) = FlowMachine.start(flow.state.plan, counter: nil)
             var row = flow
             row.state = machine.state
@@ -26,9 +26,13 @@ extension ServerStore {
         requirement: RegistrationRequirement,
         proof: ProofUse
     ) async throws -> FlowApplied {
-        try await pool.write { db in
+        try await write { db in
             guard let profileID = flow.profileID,
-                let profile = try Row.fetchOne(db, sql: "SELECT * FROM profiles WHERE id = ?", arguments: [profileID])
+                let profile = try Row.cachedFetchOne(
+                    db,
+                    sql: "SELECT * FROM profiles WHERE id = ?",
+                    arguments: [profileID]
+                )
             else {
                 return FlowApplied(flowID: flow.id, outcome: .refusal(FlowRefusal(GenericError(.userDeregistered))))
             }
@@ -91,7 +95,8 @@ extension ServerStore {
         FlowRow, registration: Data?, subject: String?
     ) {
         try await pool.read { db in
-            guard let stored = try Row.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id]) else {
+            guard let stored = try Row.cachedFetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id])
+            else {
                 throw ServerError(404, "not_found", "The flow does not exist; start again.")
             }
             let flow = try FlowRow(stored)
@@ -111,7 +116,7 @@ extension ServerStore {
             var subject = flow.state.subject
             if flow.state.plan.kind != .registration, let profileID = flow.profileID {
                 guard
-                    let owner = try Row.fetchOne(
+                    let owner = try Row.cachedFetchOne(
                         db,
                         sql: "SELECT subject, key_thumbprint FROM profiles WHERE id = ?",
                         arguments: [profileID]
@@ -155,7 +160,7 @@ extension ServerStore {
         guard case .authenticate = flow.state.stage, flow.state.attempt == .none else {
             return .proceed(flow, proofRecorded: false)
         }
-        return try await pool.write { db in
+        return try await write { db in
             var row = flow
             try self.record(proof, db)
             try self.claim(&row, now: proof.now, db)
@@ -184,7 +189,7 @@ extension ServerStore {
         now: Double,
         registrationSeen: Data?
     ) async throws -> FlowApplied {
-        try await pool.write { db in
+        try await write { db in
             var row = flow
             if !proofRecorded { try self.record(proof, db) }
             try self.claim(&row, now: now, db)
@@ -212,7 +217,7 @@ extension ServerStore {
 
     /// The client cancels the flow or falls back to the PIN.
     func control(_ control: FlowControl, flow: FlowRow, proof: ProofUse) async throws -> FlowApplied {
-        try await pool.write { db in
+        try await write { db in
             var row = flow
             try self.record(proof, db)
             try self.claim(&row, now: proof.now, db)
@@ -228,7 +233,7 @@ extension ServerStore {
     }
 
     func insert(_ row: FlowRow, _ db: Database) throws {
-        try db.execute(
+        try db.cachedExecute(
             sql: """
                 INSERT INTO flows (id, client_id, profile_id, identity_provider, scope, profile_key, key_thumbprint, state,
                     attempt, expires_at, transaction_id, stateless)
@@ -246,7 +251,7 @@ extension ServerStore {
     /// each step (and each single-use nonce in a session) is used at most once, even by
     /// concurrent requests.
     private func claim(_ row: inout FlowRow, now: Double, _ db: Database) throws {
-        try db.execute(
+        try db.cachedExecute(
             sql: "UPDATE flows SET version = version + 1 WHERE id = ? AND version = ? AND expires_at > ?",
             arguments: [row.id, row.version, now]
         )
@@ -266,14 +271,14 @@ extension ServerStore {
         -> AttemptCounter?
     {
         guard
-            let failures = try Int.fetchOne(
+            let failures = try Int.cachedFetchOne(
                 db,
                 sql: "SELECT failures FROM profiles WHERE id = ?",
                 arguments: [profileID]
             )
         else { return nil }
         let held =
-            try Int.fetchOne(
+            try Int.cachedFetchOne(
                 db,
                 sql: """
                     SELECT COUNT(*) FROM flows WHERE profile_id = ? AND attempt = 'held' AND held_until > ? AND id != ?
@@ -292,7 +297,7 @@ extension ServerStore {
     }
 
     func registration(_ profileID: String, _ authenticator: String, _ db: Database) throws -> Data? {
-        try Data.fetchOne(
+        try Data.cachedFetchOne(
             db,
             sql: "SELECT data FROM registrations WHERE profile_id = ? AND authenticator = ?",
             arguments: [profileID, authenticator]
@@ -300,7 +305,7 @@ extension ServerStore {
     }
 
     func hasRegistration(_ profileID: String, _ authenticator: String, _ db: Database) throws -> Bool {
-        try Bool.fetchOne(
+        try Bool.cachedFetchOne(
             db,
             sql: "SELECT 1 FROM registrations WHERE profile_id = ? AND authenticator = ?",
             arguments: [profileID, authenticator]

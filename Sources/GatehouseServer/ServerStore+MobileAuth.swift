@@ -25,12 +25,12 @@ extension ServerStore {
         deviceKey: Data,
         mode: MobileAuthConfiguration.EnrolmentMode
     ) async throws -> Data {
-        try await pool.write { db in
+        try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             guard !session.stateless else {
                 throw ServerError(MobileAuthEnrollmentError(.statelessUser), status: 403)
             }
-            let others = try String.fetchAll(
+            let others = try String.cachedFetchAll(
                 db,
                 sql: """
                     SELECT profile_id FROM mobile_enrolments
@@ -43,7 +43,7 @@ extension ServerStore {
                 throw ServerError(MobileAuthEnrollmentError(.userAlreadyEnrolled), status: 409)
             case .override:
                 for other in others {
-                    try db.execute(
+                    try db.cachedExecute(
                         sql: "UPDATE mobile_enrolments SET disenrolled = 1, push_token = NULL WHERE profile_id = ?",
                         arguments: [other]
                     )
@@ -53,7 +53,7 @@ extension ServerStore {
             }
             try self.record(proof, db)
             let serverKey = Curve25519.KeyAgreement.PrivateKey()
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     INSERT INTO mobile_enrolments (profile_id, identity_provider, subject, device_key, server_key,
                         created_at)
@@ -79,9 +79,9 @@ extension ServerStore {
         platform: PushPlatform,
         refresh: Bool
     ) async throws {
-        try await pool.write { db in
+        try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
-            let enrolment = try Row.fetchOne(
+            let enrolment = try Row.cachedFetchOne(
                 db,
                 sql: "SELECT disenrolled, push_token FROM mobile_enrolments WHERE profile_id = ?",
                 arguments: [session.profileID]
@@ -103,7 +103,7 @@ extension ServerStore {
             }
             try self.record(proof, db)
             do {
-                try db.execute(
+                try db.cachedExecute(
                     sql: "UPDATE mobile_enrolments SET push_token = ?, platform = ? WHERE profile_id = ?",
                     arguments: [pushToken, platform.rawValue, session.profileID]
                 )
@@ -117,7 +117,7 @@ extension ServerStore {
     func enrolmentStatus(token: String, proof: ProofUse) async throws -> MobileAuthEnrolmentStatus {
         try await pool.read { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
-            let row = try Row.fetchOne(
+            let row = try Row.cachedFetchOne(
                 db,
                 sql: "SELECT push_token FROM mobile_enrolments WHERE profile_id = ? AND NOT disenrolled",
                 arguments: [session.profileID]
@@ -153,8 +153,8 @@ extension ServerStore {
     /// Starts a transaction: one sealed payload per enrolled device of the user; the API client's
     /// older pending transactions of the type are superseded. Returns the devices to notify.
     func startTransaction(_ new: NewTransaction) async throws -> [Delivery] {
-        try await pool.write { db in
-            let devices = try Row.fetchAll(
+        try await write { db in
+            let devices = try Row.cachedFetchAll(
                 db,
                 sql: """
                     SELECT profile_id, device_key, push_token, platform FROM mobile_enrolments
@@ -171,7 +171,7 @@ extension ServerStore {
                 )
             }
             if new.type.supersedesPending {
-                let superseded = try String.fetchAll(
+                let superseded = try String.cachedFetchAll(
                     db,
                     sql: """
                         SELECT id FROM mobile_transactions WHERE api_client = ? AND identity_provider = ? AND subject = ?
@@ -181,7 +181,7 @@ extension ServerStore {
                 )
                 for id in superseded { try self.end(id, status: .denied, reason: "superseded", now: new.now, db) }
             }
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     INSERT INTO mobile_transactions (id, api_client, identity_provider, subject, type, method, message,
                         number, signing_data_hash, callback_uri, status, created_at, expires_at)
@@ -219,7 +219,7 @@ extension ServerStore {
                     purpose: .payload,
                     transactionID: new.id
                 )
-                try db.execute(
+                try db.cachedExecute(
                     sql: """
                         INSERT INTO mobile_deliveries (transaction_id, profile_id, sealed, nonce_hash) VALUES (?, ?, ?, ?)
                         """,

@@ -13,7 +13,7 @@ extension ServerStore {
     /// Checks that `proof` comes from the profile's key and that the profile is enrolled.
     func enrolledDevice(_ profileID: String, proof: ProofUse, _ db: Database) throws -> Row {
         guard
-            let row = try Row.fetchOne(
+            let row = try Row.cachedFetchOne(
                 db,
                 sql: """
                     SELECT profiles.key_thumbprint, mobile_enrolments.* FROM profiles
@@ -35,7 +35,7 @@ extension ServerStore {
     /// The profile's pending requests, newest first; `after`: only deliveries after that sequence
     /// number (the event channel's `Last-Event-ID`). The proof is recorded: a replayed one is refused.
     func pending(_ profileID: String, proof: ProofUse, after: Int64 = 0) async throws -> [PendingDelivery] {
-        try await pool.write { db in
+        try await write { db in
             _ = try self.enrolledDevice(profileID, proof: proof, db)
             try self.record(proof, db)
             return try self.pendingDeliveries(profileID, after: after, now: proof.now, db)
@@ -65,7 +65,7 @@ extension ServerStore {
     }
 
     func pendingDeliveries(_ profileID: String, after: Int64, now: Double, _ db: Database) throws -> [PendingDelivery] {
-        try Row.fetchAll(
+        try Row.cachedFetchAll(
             db,
             sql: """
                 SELECT d.seq, d.sealed, t.id, t.message, t.created_at, t.expires_at FROM mobile_deliveries d
@@ -94,7 +94,7 @@ extension ServerStore {
 
     /// The sealed payload of `transactionID` for the profile. The proof is recorded.
     func payload(_ transactionID: String, profileID: String, proof: ProofUse) async throws -> Data {
-        try await pool.write { db in
+        try await write { db in
             _ = try self.enrolledDevice(profileID, proof: proof, db)
             let row = try self.delivery(transactionID, profileID, db)
             try self.requireOpen(row, now: proof.now)
@@ -105,7 +105,7 @@ extension ServerStore {
 
     private func delivery(_ transactionID: String, _ profileID: String, _ db: Database) throws -> Row {
         guard
-            let row = try Row.fetchOne(
+            let row = try Row.cachedFetchOne(
                 db,
                 sql: """
                     SELECT d.sealed, d.nonce_hash, t.* FROM mobile_deliveries d
@@ -143,10 +143,10 @@ extension ServerStore {
         profileID: String,
         sealed: SealedBox,
         proof: ProofUse,
-        plan: @Sendable (String, Bool) -> FlowPlan?,
+        plan: @escaping @Sendable (String, Bool) -> FlowPlan?,
         flowLifetime: Double
     ) async throws -> AnswerOutcome {
-        try await pool.write { db in
+        try await write { db in
             let device = try self.enrolledDevice(profileID, proof: proof, db)
             let row = try self.delivery(transactionID, profileID, db)
             try self.requireOpen(row, now: proof.now)
@@ -161,7 +161,7 @@ extension ServerStore {
                 throw ServerError.invalidRequest("The answer does not carry this request's nonce.")
             }
             try self.record(proof, db)
-            try db.execute(
+            try db.cachedExecute(
                 sql: "UPDATE mobile_deliveries SET nonce_hash = X'' WHERE transaction_id = ? AND profile_id = ?",
                 arguments: [transactionID, profileID]
             )
@@ -207,7 +207,7 @@ extension ServerStore {
             let method = MobileAuthMethod(rawValue: row["method"]) ?? .confirmation
             guard method != .confirmation else {
                 try self.end(transactionID, status: .approved, reason: nil, now: proof.now, by: profileID, db)
-                try db.execute(
+                try db.cachedExecute(
                     sql: "UPDATE mobile_transactions SET authentication_method = 'confirmation' WHERE id = ?",
                     arguments: [transactionID]
                 )
@@ -245,7 +245,7 @@ extension ServerStore {
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData)
         else { throw ServerError.invalidRequest("This type signs transactions: sign with the profile's key.") }
         let verified = key.isValidSignature(signature, for: content)
-        try db.execute(
+        try db.cachedExecute(
             sql: """
                 UPDATE mobile_transactions SET signature = ?, user_public_key = ?, signature_verified = ? WHERE id = ?
                 """,
@@ -264,8 +264,13 @@ extension ServerStore {
         flowLifetime: Double,
         _ db: Database
     ) throws -> FlowApplied {
-        guard let profile = try Row.fetchOne(db, sql: "SELECT * FROM profiles WHERE id = ?", arguments: [profileID]),
-            let typeName = try String.fetchOne(
+        guard
+            let profile = try Row.cachedFetchOne(
+                db,
+                sql: "SELECT * FROM profiles WHERE id = ?",
+                arguments: [profileID]
+            ),
+            let typeName = try String.cachedFetchOne(
                 db,
                 sql: "SELECT type FROM mobile_transactions WHERE id = ?",
                 arguments: [transactionID]

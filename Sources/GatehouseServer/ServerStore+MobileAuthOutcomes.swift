@@ -13,7 +13,7 @@ extension ServerStore {
     /// device, superseded, expired).
     func approveTransaction(for flow: FlowRow, now: Double, _ db: Database) throws {
         guard let id = flow.transactionID else { return }
-        let open = try Bool.fetchOne(
+        let open = try Bool.cachedFetchOne(
             db,
             sql: "SELECT 1 FROM mobile_transactions WHERE id = ? AND status = 'pending' AND expires_at > ?",
             arguments: [id, now]
@@ -21,7 +21,7 @@ extension ServerStore {
         guard open == true else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
         let method = flow.state.plan.stages.first.map(\.plugin)
         try end(id, status: .approved, reason: nil, now: now, by: flow.profileID, db)
-        try db.execute(
+        try db.cachedExecute(
             sql: "UPDATE mobile_transactions SET authentication_method = ? WHERE id = ?",
             arguments: [method, id]
         )
@@ -42,7 +42,7 @@ extension ServerStore {
 
     /// Ends the pending transactions `profileID` was asked about that no other device can still answer.
     func endTransactions(askedOf profileID: String, reason: String, now: Double, _ db: Database) throws {
-        let ids = try String.fetchAll(
+        let ids = try String.cachedFetchAll(
             db,
             sql: """
                 SELECT t.id FROM mobile_transactions t JOIN mobile_deliveries d ON d.transaction_id = t.id
@@ -65,7 +65,7 @@ extension ServerStore {
         by profileID: String? = nil,
         _ db: Database
     ) throws {
-        try db.execute(
+        try db.cachedExecute(
             sql: """
                 UPDATE mobile_transactions SET status = ?, reason = ?, answered_at = ?, answered_by = ?,
                     callback_state = CASE WHEN callback_uri IS NULL THEN 'none' ELSE 'due' END, callback_next_at = ?
@@ -74,7 +74,7 @@ extension ServerStore {
             arguments: [status.rawValue, reason, now, profileID, now, id]
         )
         guard db.changesCount == 1 else { return }
-        try db.execute(sql: "UPDATE mobile_deliveries SET sealed = X'' WHERE transaction_id = ?", arguments: [id])
+        try db.cachedExecute(sql: "UPDATE mobile_deliveries SET sealed = X'' WHERE transaction_id = ?", arguments: [id])
     }
 
     // MARK: - The portal's side
@@ -82,7 +82,7 @@ extension ServerStore {
     func transactionResult(_ id: String, apiClient: String, now: Double) async throws -> PortalTransactionResult? {
         try await pool.read { db in
             guard
-                let row = try Row.fetchOne(
+                let row = try Row.cachedFetchOne(
                     db,
                     sql: "SELECT * FROM mobile_transactions WHERE id = ? AND api_client = ?",
                     arguments: [id, apiClient]
@@ -123,22 +123,22 @@ extension ServerStore {
 
     /// Marks lapsed pending transactions expired, then returns the callbacks due by `now`.
     func dueCallbacks(now: Double) async throws -> [DueCallback] {
-        try await pool.write { db in
-            let lapsed = try String.fetchAll(
+        try await write { db in
+            let lapsed = try String.cachedFetchAll(
                 db,
                 sql: "SELECT id FROM mobile_transactions WHERE status = 'pending' AND expires_at <= ?",
                 arguments: [now]
             )
             for id in lapsed { try self.end(id, status: .expired, reason: "expired", now: now, db) }
             // Ended transactions are kept 30 days for the portal to read, then forgotten.
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     DELETE FROM mobile_transactions
                     WHERE status != 'pending' AND answered_at < ? AND callback_state != 'due'
                     """,
                 arguments: [now - Self.endedTransactionLifetime]
             )
-            return try Row.fetchAll(
+            return try Row.cachedFetchAll(
                 db,
                 sql: """
                     SELECT id, api_client, callback_uri, status, callback_attempts FROM mobile_transactions
@@ -160,9 +160,9 @@ extension ServerStore {
 
     /// Records a callback try: sent, or due again after `retryAt` (nil: given up).
     func callbackTried(_ id: String, delivered: Bool, retryAt: Double?) async throws {
-        try await pool.write { db in
+        try await write { db in
             let state = delivered ? "sent" : (retryAt == nil ? "failed" : "due")
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     UPDATE mobile_transactions SET callback_state = ?, callback_attempts = callback_attempts + 1,
                         callback_next_at = ? WHERE id = ?
@@ -175,7 +175,7 @@ extension ServerStore {
     /// The earliest moment a callback is due or a pending transaction lapses, if any.
     func nextCallbackWork() async throws -> Double? {
         try await pool.read { db in
-            try Double.fetchOne(
+            try Double.cachedFetchOne(
                 db,
                 sql: """
                     SELECT MIN(t) FROM (

@@ -12,10 +12,14 @@ extension ServerStore {
 
     /// Device authentication (client credentials): an access token for the installation whose
     /// key signed the proof, bound to that key, with no user.
-    func issueDeviceToken(proof: ProofUse, lifetime: Int, grant: ScopeGrant) async throws -> AccessTokenResponse {
-        try await pool.write { db in
+    func issueDeviceToken(
+        proof: ProofUse,
+        lifetime: Int,
+        grant: @escaping ScopeGrant
+    ) async throws -> AccessTokenResponse {
+        try await write { db in
             guard
-                let client = try Row.fetchOne(
+                let client = try Row.cachedFetchOne(
                     db,
                     sql: "SELECT id, app_id FROM clients WHERE key_thumbprint = ?",
                     arguments: [proof.keyThumbprint]
@@ -30,7 +34,7 @@ extension ServerStore {
             let scope = try grant(client["app_id"], nil)
             try self.record(proof, db)
             let token = Data.random(count: 32).base64URLEncodedString
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     INSERT INTO client_tokens (hash, client_id, key_thumbprint, scope, issued_at, expires_at)
                     VALUES (?, ?, ?, ?, ?, ?)
@@ -50,11 +54,11 @@ extension ServerStore {
         profileID: String,
         proof: ProofUse,
         lifetime: Int,
-        grant: ScopeGrant
+        grant: @escaping ScopeGrant
     ) async throws -> AccessTokenResponse {
-        try await pool.write { db in
+        try await write { db in
             guard
-                let profile = try Row.fetchOne(
+                let profile = try Row.cachedFetchOne(
                     db,
                     sql: """
                         SELECT profiles.key_thumbprint, profiles.scope, profiles.stateless, profiles.expires_at,
@@ -73,9 +77,12 @@ extension ServerStore {
             let scope = try grant(profile["app_id"], profile["scope"])
             try self.record(proof, db)
             let family = Data.random(count: 16).base64URLEncodedString
-            try db.execute(sql: "INSERT INTO families (id, profile_id) VALUES (?, ?)", arguments: [family, profileID])
+            try db.cachedExecute(
+                sql: "INSERT INTO families (id, profile_id) VALUES (?, ?)",
+                arguments: [family, profileID]
+            )
             let token = Data.random(count: 32).base64URLEncodedString
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
                     VALUES (?, 'implicit', ?, ?, ?, ?, ?, ?)
@@ -98,28 +105,40 @@ extension ServerStore {
     /// What RFC 7662 introspection reports of `token` at `now`: an unexpired, unrevoked access
     /// token (user, implicit or device) of a current profile is active; anything else, refresh
     /// tokens included, is not.
-    func introspect(_ token: String, now: Double) async throws -> IntrospectionResponse {
+    func introspect(_ token: String, now: Double) throws -> IntrospectionResponse {
         let hash = Self.tokenHash(token)
-        return try await pool.read { db in
-            if let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT tokens.kind, tokens.scope, tokens.key_thumbprint, tokens.issued_at, tokens.expires_at,
-                        tokens.revoked, families.revoked AS family_revoked, profiles.subject,
-                        profiles.identity_provider, profiles.stateless, profiles.expires_at AS profile_expires_at,
-                        clients.id AS client_id, clients.app_id
-                    FROM tokens JOIN families ON families.id = tokens.family
-                    JOIN profiles ON profiles.id = tokens.profile_id JOIN clients ON clients.id = profiles.client_id
-                    WHERE tokens.hash = ?
-                    """,
-                arguments: [hash]
-            ) {
-                let kind: String = row["kind"]
-                guard kind == "access" || kind == "implicit", !(row["revoked"] as Bool),
-                    !(row["family_revoked"] as Bool), (row["expires_at"] as Double) > now,
-                    (row["profile_expires_at"] as Double?).map({ $0 > now }) ?? true
-                else { return .inactive }
-                return IntrospectionResponse(
+        if let kept = activeTokens.answer(forHash: hash, now: now) { return kept }
+        let version = activeTokens.version
+        // A lookup by primary key takes microseconds: done on the caller's thread, no hop to a
+        // reader's queue and back.
+        let found = try pool.read { db in try self.introspectionEntry(hash, now: now, db) }
+        guard let found else { return .inactive }
+        activeTokens.keep(found, forHash: hash, readAt: version)
+        return found.answer
+    }
+
+    /// The token's answer and what can end it, when it is active at `now`.
+    private func introspectionEntry(_ hash: Data, now: Double, _ db: Database) throws -> ActiveTokenCache.Entry? {
+        if let row = try Row.cachedFetchOne(
+            db,
+            sql: """
+                SELECT tokens.kind, tokens.scope, tokens.key_thumbprint, tokens.issued_at, tokens.expires_at,
+                    tokens.revoked, tokens.family, tokens.profile_id, families.revoked AS family_revoked,
+                    profiles.subject, profiles.identity_provider, profiles.stateless,
+                    profiles.expires_at AS profile_expires_at, clients.id AS client_id, clients.app_id
+                FROM tokens JOIN families ON families.id = tokens.family
+                JOIN profiles ON profiles.id = tokens.profile_id JOIN clients ON clients.id = profiles.client_id
+                WHERE tokens.hash = ?
+                """,
+            arguments: [hash]
+        ) {
+            let kind: String = row["kind"]
+            guard kind == "access" || kind == "implicit", !(row["revoked"] as Bool),
+                !(row["family_revoked"] as Bool), (row["expires_at"] as Double) > now,
+                (row["profile_expires_at"] as Double?).map({ $0 > now }) ?? true
+            else { return nil }
+            return ActiveTokenCache.Entry(
+                answer: IntrospectionResponse(
                     active: true,
                     scope: row["scope"],
                     clientID: row["client_id"],
@@ -131,19 +150,25 @@ extension ServerStore {
                     cnf: .init(jkt: row["key_thumbprint"]),
                     kind: kind == "implicit" ? .implicit : (row["stateless"] as Bool) ? .stateless : .user,
                     appID: row["app_id"]
-                )
-            }
-            guard
-                let row = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT client_tokens.*, clients.app_id FROM client_tokens
-                        JOIN clients ON clients.id = client_tokens.client_id WHERE client_tokens.hash = ?
-                        """,
-                    arguments: [hash]
-                ), !(row["revoked"] as Bool), (row["expires_at"] as Double) > now
-            else { return .inactive }
-            return IntrospectionResponse(
+                ),
+                expiresAt: row["expires_at"],
+                registrationEndsAt: row["profile_expires_at"],
+                family: row["family"],
+                profileID: row["profile_id"]
+            )
+        }
+        guard
+            let row = try Row.cachedFetchOne(
+                db,
+                sql: """
+                    SELECT client_tokens.*, clients.app_id FROM client_tokens
+                    JOIN clients ON clients.id = client_tokens.client_id WHERE client_tokens.hash = ?
+                    """,
+                arguments: [hash]
+            ), !(row["revoked"] as Bool), (row["expires_at"] as Double) > now
+        else { return nil }
+        return ActiveTokenCache.Entry(
+            answer: IntrospectionResponse(
                 active: true,
                 scope: row["scope"],
                 clientID: row["client_id"],
@@ -153,15 +178,20 @@ extension ServerStore {
                 cnf: .init(jkt: row["key_thumbprint"]),
                 kind: .device,
                 appID: row["app_id"]
-            )
-        }
+            ),
+            expiresAt: row["expires_at"],
+            registrationEndsAt: nil,
+            family: nil,
+            profileID: nil
+        )
     }
 
     /// Revokes a device token presented with its own key; anything else changes nothing.
     func revokeDeviceToken(_ token: String, keyThumbprint: String, _ db: Database) throws {
-        try db.execute(
+        try db.cachedExecute(
             sql: "UPDATE client_tokens SET revoked = 1 WHERE hash = ? AND key_thumbprint = ?",
             arguments: [Self.tokenHash(token), keyThumbprint]
         )
+        activeTokens.evictOnCommit(.token(hash: Self.tokenHash(token)), db)
     }
 }

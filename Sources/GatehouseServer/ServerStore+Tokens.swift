@@ -34,16 +34,17 @@ extension ServerStore {
         if let family {
             familyID = family
             generation =
-                try Int64.fetchOne(
+                try Int64.cachedFetchOne(
                     db,
                     sql: "UPDATE families SET generation = generation + 1 WHERE id = ? RETURNING generation",
                     arguments: [family]
                 ) ?? 0
-            try db.execute(sql: "DELETE FROM tokens WHERE family = ?", arguments: [family])
+            try db.cachedExecute(sql: "DELETE FROM tokens WHERE family = ?", arguments: [family])
+            activeTokens.evictOnCommit(.family(family), db)
         } else {
             familyID = Data.random(count: 16).base64URLEncodedString
             generation = 0
-            try db.execute(
+            try db.cachedExecute(
                 sql: "INSERT INTO families (id, profile_id, grant) VALUES (?, ?, ?)",
                 arguments: [familyID, profileID, grant]
             )
@@ -53,7 +54,7 @@ extension ServerStore {
         for (token, kind, lifetime) in [
             (access, "access", tokenLifetimes.access), (refresh, "refresh", tokenLifetimes.refresh),
         ] {
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -76,7 +77,7 @@ extension ServerStore {
     /// the profile's key otherwise.
     func issueTokens(for flow: FlowRow, now: Double, _ db: Database) throws -> TokenResponse {
         guard let profileID = flow.profileID,
-            let profile = try Row.fetchOne(
+            let profile = try Row.cachedFetchOne(
                 db,
                 sql: "SELECT key_thumbprint, scope FROM profiles WHERE id = ?",
                 arguments: [profileID]
@@ -98,7 +99,7 @@ extension ServerStore {
     /// The session of a valid, unrevoked, unexpired access token presented with its own key.
     func accessSession(_ token: String, keyThumbprint: String, now: Double, _ db: Database) throws -> AccessSession {
         guard
-            let row = try Row.fetchOne(
+            let row = try Row.cachedFetchOne(
                 db,
                 sql: """
                     SELECT tokens.*, families.revoked AS family_revoked, profiles.subject, profiles.identity_provider,
@@ -130,7 +131,7 @@ extension ServerStore {
 
     /// Checks an access token and records the proof that presented it.
     func useAccessToken(_ token: String, proof: ProofUse) async throws -> AccessSession {
-        try await pool.write { db in
+        try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             try self.record(proof, db)
             return session
@@ -155,9 +156,9 @@ extension ServerStore {
     func refresh(_ refreshToken: String, proof: ProofUse) async throws -> RefreshOutcome {
         let notValid = ServerError.invalidGrant("The refresh token is not valid.")
         guard let presented = RefreshToken(refreshToken, key: refreshTokenKey) else { return .refused(notValid) }
-        return try await pool.write { db in
+        return try await write { db in
             guard
-                let family = try Row.fetchOne(
+                let family = try Row.cachedFetchOne(
                     db,
                     sql: """
                         SELECT families.*, profiles.key_thumbprint, profiles.expires_at AS profile_expires_at
@@ -177,7 +178,7 @@ extension ServerStore {
                 return .reused(profileID: family["profile_id"])
             }
             guard presented.generation == current,
-                let row = try Row.fetchOne(
+                let row = try Row.cachedFetchOne(
                     db,
                     sql: "SELECT * FROM tokens WHERE hash = ? AND kind = 'refresh'",
                     arguments: [Self.tokenHash(refreshToken)]
@@ -215,10 +216,10 @@ extension ServerStore {
     /// RFC 7009: unknown, foreign and already revoked tokens change nothing; a refresh token
     /// revokes its family.
     func revoke(_ token: String, proof: ProofUse) async throws {
-        try await pool.write { db in
+        try await write { db in
             try self.record(proof, db)
             guard
-                let row = try Row.fetchOne(
+                let row = try Row.cachedFetchOne(
                     db,
                     sql: "SELECT kind, family, key_thumbprint FROM tokens WHERE hash = ?",
                     arguments: [Self.tokenHash(token)]
@@ -231,22 +232,27 @@ extension ServerStore {
             if row["kind"] == "refresh" {
                 try self.revokeFamily(row["family"], db)
             } else {
-                try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?", arguments: [Self.tokenHash(token)])
+                try db.cachedExecute(
+                    sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?",
+                    arguments: [Self.tokenHash(token)]
+                )
+                self.activeTokens.evictOnCommit(.token(hash: Self.tokenHash(token)), db)
             }
         }
     }
 
     private func revokeFamily(_ family: String, _ db: Database) throws {
-        try db.execute(sql: "UPDATE families SET revoked = 1 WHERE id = ?", arguments: [family])
-        try db.execute(sql: "UPDATE tokens SET revoked = 1 WHERE family = ?", arguments: [family])
+        try db.cachedExecute(sql: "UPDATE families SET revoked = 1 WHERE id = ?", arguments: [family])
+        try db.cachedExecute(sql: "UPDATE tokens SET revoked = 1 WHERE family = ?", arguments: [family])
+        activeTokens.evictOnCommit(.family(family), db)
     }
 
     /// Deregisters a profile at its own request. Idempotent: a profile already gone is fine.
     /// Returns whether a profile was removed.
     func deregister(_ profileID: String, proof: ProofUse) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             guard
-                let key = try String.fetchOne(
+                let key = try String.cachedFetchOne(
                     db,
                     sql: "SELECT key_thumbprint FROM profiles WHERE id = ?",
                     arguments: [profileID]
@@ -265,10 +271,10 @@ extension ServerStore {
 
     /// The authenticators registered for the session's profile.
     func registeredAuthenticators(_ token: String, proof: ProofUse) async throws -> [String] {
-        try await pool.write { db in
+        try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             try self.record(proof, db)
-            return try String.fetchAll(
+            return try String.cachedFetchAll(
                 db,
                 sql: "SELECT authenticator FROM registrations WHERE profile_id = ? ORDER BY created_at",
                 arguments: [session.profileID]
@@ -279,13 +285,13 @@ extension ServerStore {
     /// Forgets one authenticator of the session's profile. Refuses when it is not registered.
     /// Returns the profile the authenticator was removed from.
     func deregisterAuthenticator(_ authenticator: String, token: String, proof: ProofUse) async throws -> String {
-        try await pool.write { db in
+        try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             guard try self.hasRegistration(session.profileID, authenticator, db) else {
                 throw ServerError(AuthenticationError(.authenticatorNotRegistered))
             }
             try self.record(proof, db)
-            try db.execute(
+            try db.cachedExecute(
                 sql: "DELETE FROM registrations WHERE profile_id = ? AND authenticator = ?",
                 arguments: [session.profileID, authenticator]
             )

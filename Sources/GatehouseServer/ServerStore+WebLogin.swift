@@ -12,11 +12,11 @@ extension ServerStore {
         accessToken: String,
         proof: ProofUse,
         lifetime: Double,
-        target decide: @Sendable (_ appID: String?) throws -> String
+        target decide: @escaping @Sendable (_ appID: String?) throws -> String
     ) async throws -> String {
-        try await pool.write { db in
+        try await write { db in
             let session = try self.accessSession(accessToken, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
-            let appID = try String.fetchOne(
+            let appID = try String.cachedFetchOne(
                 db,
                 sql:
                     "SELECT clients.app_id FROM profiles JOIN clients ON clients.id = profiles.client_id WHERE profiles.id = ?",
@@ -25,7 +25,7 @@ extension ServerStore {
             let target = try decide(appID)
             try self.record(proof, db)
             let token = Data.random(count: 32).base64URLEncodedString
-            try db.execute(
+            try db.cachedExecute(
                 sql: "INSERT INTO web_login_tokens (hash, profile_id, target, expires_at) VALUES (?, ?, ?, ?)",
                 arguments: [Self.tokenHash(token), session.profileID, target, proof.now + lifetime]
             )
@@ -42,16 +42,16 @@ extension ServerStore {
     ) async throws -> (
         target: String, session: String
     )? {
-        try await pool.write { db in
+        try await write { db in
             guard
-                let row = try Row.fetchOne(
+                let row = try Row.cachedFetchOne(
                     db,
                     sql: "DELETE FROM web_login_tokens WHERE hash = ? RETURNING profile_id, target, expires_at",
                     arguments: [Self.tokenHash(token)]
                 ), (row["expires_at"] as Double) > now
             else { return nil }
             let session = Data.random(count: 32).base64URLEncodedString
-            try db.execute(
+            try db.cachedExecute(
                 sql: "INSERT INTO web_sessions (hash, profile_id, expires_at) VALUES (?, ?, ?)",
                 arguments: [Self.tokenHash(session), row["profile_id"] as String, now + sessionLifetime]
             )
@@ -62,7 +62,7 @@ extension ServerStore {
     /// The user of a live web session.
     func webSessionUser(_ session: String, now: Double) async throws -> (subject: String, identityProvider: String)? {
         try await pool.read { db in
-            try Row.fetchOne(
+            try Row.cachedFetchOne(
                 db,
                 sql: """
                     SELECT profiles.subject, profiles.identity_provider FROM web_sessions

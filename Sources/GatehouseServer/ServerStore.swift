@@ -11,6 +11,10 @@ import GatehouseProtocol
 /// seconds since 1970 (REAL), tokens only as SHA-256 hashes.
 final class ServerStore: Sendable {
     let pool: DatabasePool
+    /// Every change goes through it: changes that arrive together share a durable commit.
+    let writer: GroupCommitWriter
+    /// Active access tokens' introspection answers, kept exact by the changes that end them.
+    let activeTokens = ActiveTokenCache()
     let tokenLifetimes: TokenLifetimes
     /// Failures allowed per profile before it is deregistered; 0 means unlimited.
     let maxFailures: Int
@@ -44,8 +48,9 @@ final class ServerStore: Sendable {
         try PrivateFiles.prepareDatabase(at: path)
         pool = try DatabasePool(path: path, configuration: configuration)
         // Opening in WAL mode sets synchronous=NORMAL on the writer; tokens and counters need FULL.
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try pool.writeWithoutTransaction { db in try db.cachedExecute(sql: "PRAGMA synchronous = FULL") }
         try Self.migrator.migrate(pool)
+        writer = GroupCommitWriter(pool: pool)
         self.tokenLifetimes = tokenLifetimes
         self.maxFailures = maxFailures
         self.registrationValidity = registrationValidity
@@ -262,7 +267,7 @@ final class ServerStore: Sendable {
                 // A stateless registration: its session lives in the app's memory only.
                 table.column("stateless", .boolean).notNull().defaults(to: false)
             }
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     INSERT INTO profiles_v4 (id, client_id, identity_provider, subject, scope, key_thumbprint, failures,
                         created_at)
@@ -272,7 +277,7 @@ final class ServerStore: Sendable {
             )
             try db.drop(table: "profiles")
             try db.rename(table: "profiles_v4", to: "profiles")
-            try db.execute(
+            try db.cachedExecute(
                 sql: """
                     CREATE UNIQUE INDEX profiles_user ON profiles (client_id, identity_provider, subject)
                     WHERE stateless = 0
@@ -296,6 +301,12 @@ final class ServerStore: Sendable {
         return migrator
     }
 
+    /// Runs `change` as one atomic, durable change (sharing its commit with the changes that
+    /// arrive with it) and returns its result once it is durable.
+    func write<T: Sendable>(_ change: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await writer.write(change)
+    }
+
     // MARK: - DPoP proofs
 
     /// A DPoP proof about to authorise a change: recorded in the change's own transaction, so a
@@ -311,7 +322,7 @@ final class ServerStore: Sendable {
 
     private static func secret(_ name: String, in pool: DatabasePool) throws -> Data {
         try pool.write { db in
-            if let existing = try Data.fetchOne(
+            if let existing = try Data.cachedFetchOne(
                 db,
                 sql: "SELECT value FROM server_secrets WHERE name = ?",
                 arguments: [name]
@@ -319,15 +330,18 @@ final class ServerStore: Sendable {
                 return existing
             }
             let made = Data.random(count: 32)
-            try db.execute(sql: "INSERT INTO server_secrets (name, value) VALUES (?, ?)", arguments: [name, made])
+            try db.cachedExecute(
+                sql: "INSERT INTO server_secrets (name, value) VALUES (?, ?)",
+                arguments: [name, made]
+            )
             return made
         }
     }
 
     func record(_ proof: ProofUse, _ db: Database) throws {
-        try db.execute(sql: "DELETE FROM dpop_proofs WHERE expires_at < ?", arguments: [proof.now])
+        try db.cachedExecute(sql: "DELETE FROM dpop_proofs WHERE expires_at < ?", arguments: [proof.now])
         do {
-            try db.execute(
+            try db.cachedExecute(
                 sql: "INSERT INTO dpop_proofs (jti, expires_at) VALUES (?, ?)",
                 arguments: [proof.keyThumbprint + ":" + proof.jti, proof.now + 2 * DPoP.allowedClockSkew]
             )
@@ -345,9 +359,9 @@ final class ServerStore: Sendable {
 
     /// Registers an installation's key, or returns the id it already has.
     func registerClient(appID: String, proof: ProofUse) async throws -> String {
-        try await pool.write { db in
+        try await write { db in
             try self.record(proof, db)
-            if let existing = try String.fetchOne(
+            if let existing = try String.cachedFetchOne(
                 db,
                 sql: "SELECT id FROM clients WHERE key_thumbprint = ?",
                 arguments: [proof.keyThumbprint]
@@ -355,7 +369,7 @@ final class ServerStore: Sendable {
                 return existing
             }
             let id = Data.random(count: 16).base64URLEncodedString
-            try db.execute(
+            try db.cachedExecute(
                 sql: "INSERT INTO clients (id, app_id, key_thumbprint, created_at) VALUES (?, ?, ?, ?)",
                 arguments: [id, appID, proof.keyThumbprint, proof.now]
             )
@@ -365,9 +379,10 @@ final class ServerStore: Sendable {
 
     func client(_ id: String) async throws -> Client? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT app_id, key_thumbprint FROM clients WHERE id = ?", arguments: [id]).map {
-                Client(appID: $0["app_id"], keyThumbprint: $0["key_thumbprint"])
-            }
+            try Row.cachedFetchOne(db, sql: "SELECT app_id, key_thumbprint FROM clients WHERE id = ?", arguments: [id])
+                .map {
+                    Client(appID: $0["app_id"], keyThumbprint: $0["key_thumbprint"])
+                }
         }
     }
 

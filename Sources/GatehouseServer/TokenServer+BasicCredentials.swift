@@ -20,13 +20,13 @@ extension TokenServer {
         refusal: ServerError
     ) throws -> Int {
         guard let header = request.header("Authorization"), header.utf8.count <= 1024,
-            header.lowercased().hasPrefix("basic "),
+            header.utf8.prefix(6).map({ $0 | 0x20 }).elementsEqual("basic ".utf8),
             let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
             let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { throw refusal }
         var id = String(text[..<colon])
         var secret = String(text[text.index(after: colon)...])
-        if formEncoded {
+        if formEncoded, text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) {
             // Form encoding: `+` is a space.
             guard let decodedID = id.replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
                 let decodedSecret = secret.replacingOccurrences(of: "+", with: " ").removingPercentEncoding

@@ -1,0 +1,112 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// Durable writes in groups: the changes that arrive while a transaction commits wait and then
+/// share the next one, so one fsync makes many of them durable, and each caller is answered only
+/// once its change is. Every change runs in a savepoint of its own: one that throws is rolled
+/// back alone and leaves the others, as if each had its own transaction. Alone, a change is
+/// committed at once; under load the groups grow by themselves, with no timer to wait for.
+final class GroupCommitWriter: Sendable {
+    private let pool: DatabasePool
+    private let state = Mutex(State())
+    private let queue = DispatchQueue(label: "gatehouse.server.group-commit")
+    /// The most changes one transaction carries, so that one group's latency stays bounded.
+    static let maximumGroup = 256
+
+    private struct State {
+        var pending: [any GroupedChange] = []
+        var draining = false
+    }
+
+    init(pool: DatabasePool) { self.pool = pool }
+
+    /// Runs `change` in the next group and returns its result once the group is durable.
+    func write<T: Sendable>(_ change: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            enqueue(PendingChange(change: change, continuation: continuation))
+        }
+    }
+
+    private func enqueue(_ change: any GroupedChange) {
+        let startDraining = state.withLock { state in
+            state.pending.append(change)
+            guard !state.draining else { return false }
+            state.draining = true
+            return true
+        }
+        if startDraining { queue.async { self.drain() } }
+    }
+
+    private func drain() {
+        while true {
+            let group = state.withLock { state -> [any GroupedChange] in
+                let taken = Array(state.pending.prefix(Self.maximumGroup))
+                state.pending.removeFirst(taken.count)
+                if taken.isEmpty { state.draining = false }
+                return taken
+            }
+            guard !group.isEmpty else { return }
+            do {
+                try pool.writeWithoutTransaction { db in
+                    try db.inTransaction(.immediate) {
+                        for change in group {
+                            change.run(db)
+                            // SQLite ends the transaction itself on some errors (a full disk):
+                            // what ran before is gone too, so the whole group fails.
+                            guard db.isInsideTransaction else { throw GroupCommitError.transactionEnded }
+                        }
+                        return .commit
+                    }
+                }
+                for change in group { change.finish(committed: nil) }
+            } catch {
+                for change in group { change.finish(committed: error) }
+            }
+        }
+    }
+}
+
+enum GroupCommitError: Error, CustomStringConvertible {
+    case transactionEnded
+
+    var description: String { "The database ended the transaction; nothing of it was kept." }
+}
+
+/// A change waiting for its group: run inside the group's transaction, then answered.
+private protocol GroupedChange: Sendable {
+    func run(_ db: Database)
+    /// The group was committed (nil) or failed with an error (nothing of it is kept).
+    func finish(committed error: (any Error)?)
+}
+
+private final class PendingChange<T: Sendable>: GroupedChange {
+    let change: @Sendable (Database) throws -> T
+    let continuation: CheckedContinuation<T, any Error>
+    /// Set by `run` and read by `finish`, both on the writer's queue.
+    private let outcome = Mutex<Result<T, any Error>?>(nil)
+
+    init(change: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>) {
+        self.change = change
+        self.continuation = continuation
+    }
+
+    func run(_ db: Database) {
+        var result: Result<T, any Error>?
+        do {
+            try db.inSavepoint {
+                result = .success(try change(db))
+                return .commit
+            }
+        } catch {
+            result = .failure(error)
+        }
+        outcome.withLock { $0 = result }
+    }
+
+    func finish(committed error: (any Error)?) {
+        if let error { return continuation.resume(throwing: error) }
+        let result = outcome.withLock { $0 } ?? .failure(GroupCommitError.transactionEnded)
+        continuation.resume(with: result)
+    }
+}
