@@ -11,6 +11,7 @@ final class GroupCommitWriter: Sendable {
     private let pool: DatabasePool
     private let state = Mutex(State())
     private let queue = DispatchQueue(label: "gatehouse.server.group-commit")
+    private let groups = Atomic<Int>(0)
     /// The most changes one transaction carries, so that one group's latency stays bounded.
     static let maximumGroup = 256
 
@@ -20,6 +21,9 @@ final class GroupCommitWriter: Sendable {
     }
 
     init(pool: DatabasePool) { self.pool = pool }
+
+    /// Transactions committed so far (each carried one group).
+    var committedGroups: Int { groups.load(ordering: .relaxed) }
 
     /// Runs `change` in the next group and returns its result once the group is durable.
     func write<T: Sendable>(_ change: @escaping @Sendable (Database) throws -> T) async throws -> T {
@@ -59,6 +63,7 @@ final class GroupCommitWriter: Sendable {
                         return .commit
                     }
                 }
+                groups.add(1, ordering: .relaxed)
                 for change in group { change.finish(committed: nil) }
             } catch {
                 for change in group { change.finish(committed: error) }

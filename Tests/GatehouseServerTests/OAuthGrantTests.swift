@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
@@ -64,6 +65,42 @@ struct OAuthGrantTests {
             await client.logout()
             #expect(try await introspect(fixture, tokens.accessToken).answer == .inactive)
             _ = profile
+        }
+    }
+
+    @Test(
+        "a token in use is answered from memory, and each change that ends it is seen at once",
+        arguments: Mode.allCases
+    )
+    func keptAnswers(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let client = try fixture.client()
+            let profile = try await register(client)
+            let first = try #require(await client.sessionTokens)
+            #expect(try await introspect(fixture, first.accessToken).answer?.scope == "read")
+            // Changed behind the server's back, the row is not what answers: the kept answer is.
+            let database = try DatabaseQueue(path: fixture.serverDatabase)
+            let hash = Data(SHA256.hash(data: Data(first.accessToken.utf8)))
+            try await database.write { db in
+                try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
+            }
+            #expect(try await introspect(fixture, first.accessToken).answer?.scope == "read")
+
+            // Rotation ends the access token it replaces.
+            try await client.refreshSession()
+            let second = try #require(await client.sessionTokens)
+            #expect(try await introspect(fixture, first.accessToken).answer == .inactive)
+            #expect(try await introspect(fixture, second.accessToken).answer?.active == true)
+            // Logging out revokes the session.
+            await client.logout()
+            #expect(try await introspect(fixture, second.accessToken).answer == .inactive)
+
+            // A new session, kept, then the user deregistered.
+            try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("258147")]))
+            let third = try #require(await client.sessionTokens)
+            #expect(try await introspect(fixture, third.accessToken).answer?.active == true)
+            try await client.deregisterUser(profile)
+            #expect(try await introspect(fixture, third.accessToken).answer == .inactive)
         }
     }
 
