@@ -105,8 +105,12 @@ enum PINCrypto {
         return Data(SHA256.hash(data: data)).base64EncodedString()
     }
 
-    static func encode(_ value: some Encodable) throws -> Data { try JSONEncoder().encode(value) }
+    // Made once, not per message (both are safe to share).
+    private static let encoder = JSONEncoder()
+    private static let decoder = JSONDecoder()
+
+    static func encode(_ value: some Encodable) throws -> Data { try encoder.encode(value) }
     static func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws -> T {
-        try JSONDecoder().decode(type, from: data)
+        try decoder.decode(type, from: data)
     }
 }

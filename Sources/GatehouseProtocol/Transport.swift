@@ -87,13 +87,17 @@ extension TokenServerTransport {
 
 /// JSON coding with the wire's conventions.
 public enum WireCoding {
-    public static func encode(_ value: some Encodable) throws -> Data {
+    // Made once: set-up is per-request work that need not be (both are safe to share).
+    private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        return try encoder.encode(value)
-    }
+        return encoder
+    }()
+    private static let decoder = JSONDecoder()
+
+    public static func encode(_ value: some Encodable) throws -> Data { try encoder.encode(value) }
 
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        try JSONDecoder().decode(type, from: data)
+        try decoder.decode(type, from: data)
     }
 }

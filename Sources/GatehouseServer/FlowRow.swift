@@ -65,7 +65,7 @@ struct FlowRow: Sendable {
         heldUntil = row["held_until"]
         transactionID = row["transaction_id"]
         stateless = row["stateless"]
-        state = try JSONDecoder().decode(FlowState.self, from: row["state"] as Data)
+        state = try WireCoding.decode(FlowState.self, from: row["state"] as Data)
     }
 }
 

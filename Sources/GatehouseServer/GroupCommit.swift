@@ -12,6 +12,7 @@ final class GroupCommitWriter: Sendable {
     private let state = Mutex(State())
     private let queue = DispatchQueue(label: "gatehouse.server.group-commit")
     private let groups = Atomic<Int>(0)
+    private let checkpointRequested = Atomic<Bool>(false)
     /// The most changes one transaction carries, so that one group's latency stays bounded.
     static let maximumGroup = 256
 
@@ -21,6 +22,9 @@ final class GroupCommitWriter: Sendable {
     }
 
     init(pool: DatabasePool) { self.pool = pool }
+
+    /// Runs a passive checkpoint between the next two groups (see ``WALCheckpointer``).
+    func requestCheckpoint() { checkpointRequested.store(true, ordering: .relaxed) }
 
     /// Transactions committed so far (each carried one group).
     var committedGroups: Int { groups.load(ordering: .relaxed) }
@@ -51,6 +55,9 @@ final class GroupCommitWriter: Sendable {
                 return taken
             }
             guard !group.isEmpty else { return }
+            if checkpointRequested.exchange(false, ordering: .relaxed) {
+                _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            }
             do {
                 try pool.writeWithoutTransaction { db in
                     try db.inTransaction(.immediate) {

@@ -101,7 +101,7 @@ extension ServerStore {
                         UPDATE flows SET state = ?, attempt = ?, held_until = ?, profile_id = ?, subject = ? WHERE id = ?
                         """,
                     arguments: [
-                        try JSONEncoder().encode(state), state.attempt.rawValue, row.heldUntil, row.profileID,
+                        try WireCoding.encode(state), state.attempt.rawValue, row.heldUntil, row.profileID,
                         state.subject, row.id,
                     ]
                 )

@@ -91,10 +91,10 @@ extension ServerStore {
         _ id: String,
         keyThumbprint: String,
         now: Double
-    ) async throws -> (
+    ) throws -> (
         FlowRow, registration: Data?, subject: String?
     ) {
-        try await pool.read { db in
+        try lookup { db in
             guard let stored = try Row.cachedFetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id])
             else {
                 throw ServerError(404, "not_found", "The flow does not exist; start again.")
@@ -241,7 +241,7 @@ extension ServerStore {
                 """,
             arguments: [
                 row.id, row.clientID, row.profileID, row.identityProvider, row.scope, row.profileKey, row.keyThumbprint,
-                try JSONEncoder().encode(row.state), row.state.attempt.rawValue, row.expiresAt, row.transactionID,
+                try WireCoding.encode(row.state), row.state.attempt.rawValue, row.expiresAt, row.transactionID,
                 row.stateless,
             ]
         )

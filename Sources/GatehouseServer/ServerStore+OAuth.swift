@@ -109,9 +109,7 @@ extension ServerStore {
         let hash = Self.tokenHash(token)
         if let kept = activeTokens.answer(forHash: hash, now: now) { return kept }
         let version = activeTokens.version
-        // A lookup by primary key takes microseconds: done on the caller's thread, no hop to a
-        // reader's queue and back.
-        let found = try pool.read { db in try self.introspectionEntry(hash, now: now, db) }
+        let found = try lookup { db in try self.introspectionEntry(hash, now: now, db) }
         guard let found else { return .inactive }
         activeTokens.keep(found, forHash: hash, readAt: version)
         return found.answer

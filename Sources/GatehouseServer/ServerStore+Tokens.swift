@@ -139,8 +139,8 @@ extension ServerStore {
     }
 
     /// Checks an access token without recording anything (the change that follows records).
-    func accessSession(_ token: String, keyThumbprint: String, now: Double) async throws -> AccessSession {
-        try await pool.read { db in try self.accessSession(token, keyThumbprint: keyThumbprint, now: now, db) }
+    func accessSession(_ token: String, keyThumbprint: String, now: Double) throws -> AccessSession {
+        try lookup { db in try self.accessSession(token, keyThumbprint: keyThumbprint, now: now, db) }
     }
 
     enum RefreshOutcome: Sendable {
