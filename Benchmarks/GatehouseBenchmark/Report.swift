@@ -280,7 +280,7 @@ func measureStartup() throws {
     }
     let (idle, _, _) = try startServer(database: scratch.appendingPathComponent("startup-idle.sqlite").path)
     Thread.sleep(forTimeInterval: 2)
-    let resident = residentMegabytes(idle.processIdentifier)
+    let memory = residentMemory(idle.processIdentifier)
     idle.terminate()
     idle.waitUntilExit()
     func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
@@ -296,5 +296,14 @@ func measureStartup() throws {
             created.max() ?? 0
         )
     )
-    print(String(format: "  idle resident memory %.1f MB (2 s after start)", resident))
+    print(
+        String(
+            format: "  idle resident memory %.1f MB (2 s after start): its own %.1f MB, mapped files %.1f MB; "
+                + "proportional share %.1f MB",
+            memory.total,
+            memory.anonymous,
+            memory.files,
+            memory.proportional
+        )
+    )
 }

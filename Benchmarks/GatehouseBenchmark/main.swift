@@ -137,13 +137,22 @@ func startServer(database: String) throws -> (Process, String, Double) {
     return (serve, String(line[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines), elapsed)
 }
 
-/// The server's resident memory in MB, from /proc.
-func residentMegabytes(_ pid: Int32) -> Double {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-        let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
-    else { return 0 }
-    return kilobytes / 1024
+/// The server's resident memory in MB, from /proc: all of it, its own (anonymous) part, and the
+/// code and data of the files it maps (the binary, the Swift runtime, Foundation: shared, clean,
+/// and mapped by the kernel 64 KiB around each page touched); and its proportional share.
+func residentMemory(_ pid: Int32) -> (total: Double, anonymous: Double, files: Double, proportional: Double) {
+    func field(_ name: String, in path: String) -> Double {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }),
+            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
+        return kilobytes / 1024
+    }
+    let status = "/proc/\(pid)/status"
+    return (
+        field("VmRSS", in: status), field("RssAnon", in: status), field("RssFile", in: status),
+        field("Pss", in: "/proc/\(pid)/smaps_rollup")
+    )
 }
 
 /// This process's CPU time so far (the load generator's).

@@ -45,7 +45,7 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         clock = environment.clock
         cpuWork = environment.cpuWork
         logger = environment.logger
-        decoyHash = try hasher.hash(Data.random(count: 16).base64URLEncodedString)
+        decoyHash = hasher.decoy()
         pageLimiter = RateLimiter(perMinute: configuration.pagesPerMinute, burst: configuration.pagesPerMinute)
         passwordLimiter = RateLimiter(
             perMinute: configuration.passwordChecksPerMinute,

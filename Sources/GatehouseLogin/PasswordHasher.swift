@@ -34,6 +34,15 @@ public struct PasswordHasher: Sendable, Hashable {
             "$scrypt$ln=\(logN),r=\(blockSize),p=\(parallelism)$\(salt.base64URLEncodedString)$\(derived.base64URLEncodedString)"
     }
 
+    /// A hash of no password, for checking a password against when the user does not exist, so
+    /// that a refusal takes as long either way: verifying against it costs one derivation with
+    /// these parameters, like a real hash, and matches nothing. Made without deriving anything,
+    /// so it costs a starting server nothing.
+    public func decoy() -> String {
+        "$scrypt$ln=\(logN),r=\(blockSize),p=\(parallelism)$\(Data.random(count: 16).base64URLEncodedString)$"
+            + Data.random(count: 32).base64URLEncodedString
+    }
+
     /// Whether `password` matches `stored`, with the parameters `stored` names. Compared in
     /// constant time; a malformed hash matches nothing.
     public static func verify(_ password: String, against stored: String) -> Bool {

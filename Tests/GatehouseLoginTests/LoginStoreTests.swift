@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseLogin
+import GatehouseProtocol
 import Testing
 
 /// A store in a temporary file, removed afterwards.
@@ -28,6 +29,16 @@ struct LoginStoreTests {
         // A crafted hash may not make the server spend more than its strongest setting.
         #expect(!PasswordHasher.verify("x", against: "$scrypt$ln=30,r=8,p=1$AAAA$AAAA"))
         #expect(!PasswordHasher.verify("x", against: "not a hash"))
+    }
+
+    @Test("the decoy for unknown users has a real hash's form and cost, and matches no password")
+    func decoy() throws {
+        let decoy = testHasher.decoy()
+        let parts = decoy.split(separator: "$", omittingEmptySubsequences: false)
+        #expect(decoy.hasPrefix("$scrypt$ln=10,r=8,p=1$") && parts.count == 5)
+        #expect(Data(base64URLEncoded: parts[3])?.count == 16 && Data(base64URLEncoded: parts[4])?.count == 32)
+        #expect(testHasher.decoy() != decoy)
+        #expect(!PasswordHasher.verify("", against: decoy) && !PasswordHasher.verify("password", against: decoy))
     }
 
     @Test("PKCE S256: the verifier proves its challenge; other or malformed verifiers do not")
