@@ -23,6 +23,16 @@ func serverCPUSeconds(_ pid: Int32) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// Bytes the server has had written to storage so far (its own accounting, /proc/<pid>/io):
+/// what durability costs per operation. The log, the database file and their fsyncs.
+func serverWrittenBytes(_ pid: Int32) -> Double {
+    guard let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
+        let line = io.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") }),
+        let bytes = Double(line.split(separator: " ").last ?? "")
+    else { return 0 }
+    return bytes
+}
+
 /// Where the portal waits for its callbacks: a loopback HTTP server that records when each
 /// transaction's callback arrived and wakes whoever waits for it.
 final class CallbackReceiver: Sendable {

@@ -49,6 +49,9 @@ struct Options: ParsableCommand {
     @Option(help: "The server's manifest.")
     var manifest = "Examples/manifests/server.yaml"
 
+    @Option(help: "The gatehouse binary to measure (default: the one beside this benchmark).")
+    var server: String?
+
     @Option(
         help: "introspect, validate, refresh, pin, startup, push and/or steady, comma-separated.",
         transform: Options.names
@@ -88,7 +91,7 @@ let cores = ProcessInfo.processInfo.activeProcessorCount
 // MARK: - The server
 
 let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-let serverBinary = binDirectory.appendingPathComponent("gatehouse").path
+let serverBinary = options.server ?? binDirectory.appendingPathComponent("gatehouse").path
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
     "gatehouse-bench-\(UUID().uuidString.prefix(8))"
 )
@@ -236,6 +239,7 @@ if !loadOperations.isEmpty {
                 }
                 let tokensBefore = try store.count()
                 let serverBefore = serverCPUSeconds(serve.processIdentifier)
+                let writtenBefore = serverWrittenBytes(serve.processIdentifier)
                 let ownBefore = ownCPUSeconds()
                 let started = DispatchTime.now().uptimeNanoseconds
                 let connections = try await drive(workloads, port: port, seconds: seconds, group: group)
@@ -258,6 +262,7 @@ if !loadOperations.isEmpty {
                     if let pin = workload as? PINWorkload { figures.signedLive += pin.startProofs.signedLive }
                 }
                 figures.signedLive += blinded?.blindedLive ?? 0
+                figures.writtenBytes = serverWrittenBytes(serve.processIdentifier) - writtenBefore
                 print(figures.row)
                 if let error = figures.firstError { print("        first wrong answer: \(error)") }
                 results[operation, default: [:]][target, default: [:]][level] = figures
