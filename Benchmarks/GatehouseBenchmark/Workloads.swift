@@ -171,6 +171,9 @@ final class ValidationWorkload: Workload, @unchecked Sendable {
     let proofs: ProofStock
     let authorization: String
     let expected: [UInt8]
+    /// Whole requests, made from the stock of proofs before the timed window.
+    private var requests: [PreparedRequest] = []
+    private var next = 0
 
     init(device: WireDevice, baseURL: String, prepared: Int) throws {
         proofs = try ProofStock(
@@ -182,16 +185,23 @@ final class ValidationWorkload: Workload, @unchecked Sendable {
         )
         authorization = "DPoP " + device.accessToken
         expected = Array(#""profile_id":"\#(device.profileID)""#.utf8)
+        requests = (0..<prepared).map { _ in request() }
     }
 
     var canContinueAfterFailure: Bool { true }
 
-    func begin() -> PreparedRequest {
+    private func request() -> PreparedRequest {
         PreparedRequest(
             .GET,
             Endpoint.profileResource,
             headers: [("Accept", "application/json"), ("Authorization", authorization), ("DPoP", proofs.take())]
         )
+    }
+
+    func begin() -> PreparedRequest {
+        guard next < requests.count else { return request() }
+        defer { next += 1 }
+        return requests[next]
     }
 
     func next(after answer: Answer) -> Next {
