@@ -62,7 +62,9 @@ final class GroupCommitWriter: Sendable {
                 try pool.writeWithoutTransaction { db in
                     try db.inTransaction(.immediate) {
                         for change in group {
-                            change.run(db)
+                            // A change whose writes could not be undone must not be committed
+                            // with the others: then nothing is.
+                            guard change.run(db) else { throw GroupCommitError.rollbackFailed }
                             // SQLite ends the transaction itself on some errors (a full disk):
                             // what ran before is gone too, so the whole group fails.
                             guard db.isInsideTransaction else { throw GroupCommitError.transactionEnded }
@@ -81,13 +83,21 @@ final class GroupCommitWriter: Sendable {
 
 enum GroupCommitError: Error, CustomStringConvertible {
     case transactionEnded
+    case rollbackFailed
 
-    var description: String { "The database ended the transaction; nothing of it was kept." }
+    var description: String {
+        switch self {
+        case .transactionEnded: "The database ended the transaction; nothing of it was kept."
+        case .rollbackFailed: "A failed change could not be undone; nothing of its transaction was kept."
+        }
+    }
 }
 
 /// A change waiting for its group: run inside the group's transaction, then answered.
 private protocol GroupedChange: Sendable {
-    func run(_ db: Database)
+    /// Runs the change in a savepoint of its own; false when its writes could not be undone
+    /// after it failed (the group must then fail).
+    func run(_ db: Database) -> Bool
     /// The group was committed (nil) or failed with an error (nothing of it is kept).
     func finish(committed error: (any Error)?)
 }
@@ -103,17 +113,32 @@ private final class PendingChange<T: Sendable>: GroupedChange {
         self.continuation = continuation
     }
 
-    func run(_ db: Database) {
-        var result: Result<T, any Error>?
+    func run(_ db: Database) -> Bool {
+        // The savepoint by hand rather than GRDB's inSavepoint, which does not report a failed
+        // ROLLBACK TO: here that failure fails the whole group.
+        var result: Result<T, any Error>
+        var undone = true
         do {
-            try db.inSavepoint {
-                result = .success(try change(db))
-                return .commit
-            }
+            try db.cachedExecute(sql: "SAVEPOINT change")
+        } catch {
+            outcome.withLock { $0 = .failure(error) }
+            return false
+        }
+        do {
+            let value = try change(db)
+            try db.cachedExecute(sql: "RELEASE SAVEPOINT change")
+            result = .success(value)
         } catch {
             result = .failure(error)
+            do {
+                try db.cachedExecute(sql: "ROLLBACK TO SAVEPOINT change")
+                try db.cachedExecute(sql: "RELEASE SAVEPOINT change")
+            } catch {
+                undone = false
+            }
         }
         outcome.withLock { $0 = result }
+        return undone
     }
 
     func finish(committed error: (any Error)?) {

@@ -79,12 +79,12 @@ extension ServerStore {
 
     /// Reads the schema from the database file: throws when the database cannot answer.
     func checkReadiness() async throws {
-        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+        _ = try lookup { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
     }
 
     /// Rows per table, for operators and the load measurement.
     func rowCounts() async throws -> [String: Int] {
-        try await pool.read { db in
+        try lookup { db in
             var counts: [String: Int] = [:]
             for table in ["clients", "profiles", "families", "tokens", "client_tokens", "flows", "dpop_proofs"] {
                 counts[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0

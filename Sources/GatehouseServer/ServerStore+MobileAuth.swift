@@ -115,7 +115,7 @@ extension ServerStore {
 
     /// Whether the session's profile is enrolled, and for push.
     func enrolmentStatus(token: String, proof: ProofUse) async throws -> MobileAuthEnrolmentStatus {
-        try await pool.read { db in
+        try lookup { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             let row = try Row.cachedFetchOne(
                 db,

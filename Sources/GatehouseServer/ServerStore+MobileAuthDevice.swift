@@ -50,7 +50,7 @@ extension ServerStore {
         after: Int64,
         now: Double
     ) async throws -> [PendingDelivery]? {
-        try await pool.read { db in
+        try lookup { db in
             let proof = ProofUse(keyThumbprint: keyThumbprint, jti: "", now: now)
             guard (try? self.enrolledDevice(profileID, proof: proof, db)) != nil else { return nil }
             return try self.pendingDeliveries(profileID, after: after, now: now, db)

@@ -80,7 +80,7 @@ extension ServerStore {
     // MARK: - The portal's side
 
     func transactionResult(_ id: String, apiClient: String, now: Double) async throws -> PortalTransactionResult? {
-        try await pool.read { db in
+        try lookup { db in
             guard
                 let row = try Row.cachedFetchOne(
                     db,
@@ -174,7 +174,7 @@ extension ServerStore {
 
     /// The earliest moment a callback is due or a pending transaction lapses, if any.
     func nextCallbackWork() async throws -> Double? {
-        try await pool.read { db in
+        try lookup { db in
             try Double.cachedFetchOne(
                 db,
                 sql: """

@@ -61,7 +61,7 @@ extension ServerStore {
 
     /// The user of a live web session.
     func webSessionUser(_ session: String, now: Double) async throws -> (subject: String, identityProvider: String)? {
-        try await pool.read { db in
+        try lookup { db in
             try Row.cachedFetchOne(
                 db,
                 sql: """

@@ -45,6 +45,8 @@ final class ServerStore: Sendable {
         configuration.label = "gatehouse.server"
         configuration.busyMode = .timeout(10)
         configuration.foreignKeysEnabled = true
+        // More readers than the threads that read (`lookup` holds one only while it runs).
+        configuration.maximumReaderCount = max(8, 2 * ProcessInfo.processInfo.activeProcessorCount)
         configuration.prepareDatabase { db in
             // Token lookups land on random pages of large indexes: a page cache of 16 MiB per
             // connection (SQLite's default is 2 MiB) and reads through mmap keep them off the
@@ -282,7 +284,7 @@ final class ServerStore: Sendable {
                 // A stateless registration: its session lives in the app's memory only.
                 table.column("stateless", .boolean).notNull().defaults(to: false)
             }
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     INSERT INTO profiles_v4 (id, client_id, identity_provider, subject, scope, key_thumbprint, failures,
                         created_at)
@@ -292,7 +294,7 @@ final class ServerStore: Sendable {
             )
             try db.drop(table: "profiles")
             try db.rename(table: "profiles_v4", to: "profiles")
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     CREATE UNIQUE INDEX profiles_user ON profiles (client_id, identity_provider, subject)
                     WHERE stateless = 0
@@ -322,8 +324,11 @@ final class ServerStore: Sendable {
         try await writer.write(change)
     }
 
-    /// A lookup of a few rows by key, on the caller's thread: it takes microseconds, less than a
-    /// hop to a reader's queue and back. Longer reads go through `pool.read` asynchronously.
+    /// Every read, on the caller's thread: the store's reads are lookups of a few rows by key
+    /// that take microseconds, less than a hop to a reader's queue and back. All of them, not
+    /// only the hot ones: an asynchronous read keeps its connection until its task runs again,
+    /// so mixed with these (which block their thread while they wait for a connection) the
+    /// readers and the threads could all end up waiting on each other.
     func lookup<T>(_ body: (Database) throws -> T) throws -> T { try pool.read(body) }
 
     // MARK: - DPoP proofs

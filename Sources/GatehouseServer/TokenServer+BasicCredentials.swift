@@ -20,7 +20,8 @@ extension TokenServer {
         refusal: ServerError
     ) throws -> Int {
         guard let header = request.header("Authorization"), header.utf8.count <= 1024,
-            header.utf8.prefix(6).map({ $0 | 0x20 }).elementsEqual("basic ".utf8),
+            header.utf8.prefix(5).map({ $0 | 0x20 }).elementsEqual("basic".utf8),
+            header.utf8.dropFirst(5).first == UInt8(ascii: " "),
             let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
             let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { throw refusal }

@@ -58,6 +58,17 @@ struct OAuthGrantTests {
                 try await introspect(fixture, tokens.accessToken, credentials: "portal:\(Fixture.portalSecret)").status
                     == 401
             )
+            // "Basic" must be followed by a space, not by a byte that only looks like one once lowercased.
+            let credentials = Data("gateway:\(Fixture.gatewaySecret)".utf8).base64EncodedString()
+            let nul = try await fixture.send(
+                "POST",
+                Endpoint.introspect,
+                body: Data("token=\(tokens.accessToken)".utf8),
+                headers: [
+                    "Content-Type": "application/x-www-form-urlencoded", "Authorization": "Basic\u{0}" + credentials,
+                ]
+            )
+            #expect(nul.status == 401 || nul.status == 400)
             #expect(try await introspect(fixture, tokens.refreshToken).answer == .inactive)
             #expect(try await introspect(fixture, "no-such-token").answer == .inactive)
 
