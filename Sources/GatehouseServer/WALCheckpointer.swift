@@ -17,6 +17,7 @@ final class WALCheckpointer: Sendable {
         path: String,
         every interval: Duration = .milliseconds(250),
         restartFrames: Int = 4_000,
+        commits: @escaping @Sendable () -> Int,
         requestRestart: @escaping @Sendable () -> Void
     ) throws {
         var configuration = Configuration()
@@ -24,8 +25,13 @@ final class WALCheckpointer: Sendable {
         configuration.busyMode = .timeout(1)
         let connection = try DatabaseQueue(path: path, configuration: configuration)
         task = Task.detached(priority: .utility) {
+            var checkpointed = -1
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
+                // Nothing committed since the last one: nothing to copy (an idle server sleeps).
+                let committed = commits()
+                guard committed != checkpointed else { continue }
+                checkpointed = committed
                 let frames = try? await connection.writeWithoutTransaction { db in
                     try db.checkpoint(.passive).walFrameCount
                 }
