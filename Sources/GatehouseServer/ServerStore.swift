@@ -67,9 +67,11 @@ final class ServerStore: Sendable {
         }
         try Self.migrator.migrate(pool)
         writer = GroupCommitWriter(pool: pool)
-        checkpointer = try WALCheckpointer(path: path, commits: { [writer] in writer.committedGroups }) {
-            [writer] in writer.requestCheckpoint()
-        }
+        checkpointer = try WALCheckpointer(
+            path: path,
+            commits: { [writer] in writer.committedGroups },
+            requestRestart: { [writer] in writer.requestCheckpoint() }
+        )
         self.tokenLifetimes = tokenLifetimes
         self.maxFailures = maxFailures
         self.registrationValidity = registrationValidity
