@@ -83,6 +83,8 @@ protocol Workload: AnyObject, Sendable {
     func next(after answer: Answer) -> Next
     /// Whether another operation can follow a failed one (a broken refresh chain cannot).
     var canContinueAfterFailure: Bool { get }
+    /// Proofs or requests made in the timed window because their prepared stock ran out.
+    var madeLive: Int { get }
 }
 
 /// What one connection measured.

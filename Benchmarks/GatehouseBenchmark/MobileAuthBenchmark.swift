@@ -23,15 +23,17 @@ func serverCPUSeconds(_ pid: Int32) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// The number on the `name:` line of a /proc file (`VmRSS:` in status, `write_bytes:` in io).
+func procField(_ name: String, in path: String) -> Double? {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") })
+    else { return nil }
+    return line.split(separator: " ").dropFirst().first.flatMap { Double($0) }
+}
+
 /// Bytes the server has had written to storage so far (its own accounting, /proc/<pid>/io):
 /// what durability costs per operation. The log, the database file and their fsyncs.
-func serverWrittenBytes(_ pid: Int32) -> Double {
-    guard let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
-        let line = io.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") }),
-        let bytes = Double(line.split(separator: " ").last ?? "")
-    else { return 0 }
-    return bytes
-}
+func serverWrittenBytes(_ pid: Int32) -> Double { procField("write_bytes", in: "/proc/\(pid)/io") ?? 0 }
 
 /// Where the portal waits for its callbacks: a loopback HTTP server that records when each
 /// transaction's callback arrived and wakes whoever waits for it.

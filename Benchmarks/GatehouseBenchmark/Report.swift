@@ -24,7 +24,7 @@ struct LevelFigures {
     /// Bytes the server wrote to storage during the run.
     var writtenBytes = 0.0
     /// Proofs or blinded elements made in the timed window because the prepared stock ran out.
-    var signedLive = 0
+    var madeLive = 0
 
     init(
         clients: Int,
@@ -69,7 +69,7 @@ struct LevelFigures {
             100 * serverCPU / (elapsed * Double(cores)),
             100 * generatorCPU / (elapsed * Double(cores)),
             operations == 0 ? 0 : writtenBytes / 1024 / Double(operations),
-            signedLive
+            madeLive
         )
     }
 }

@@ -15,62 +15,47 @@ import _CryptoExtras
 // All workloads of one run share one event-loop thread, so their shared stocks need no locks:
 // hence `@unchecked Sendable`, which only lets them be handed to that thread.
 
-/// Proofs signed ahead for one key, method and URL (and access token, for a resource request).
-final class ProofStock: @unchecked Sendable {
-    private var proofs: [String]
+/// Values made before the timed window; one taken after the stock ran out is made in the window
+/// and counted (`madeLive`).
+final class Stock<Value>: @unchecked Sendable {
+    private var values: [Value]
     private var next = 0
-    let key: P256.Signing.PrivateKey
-    let method: String
-    let url: String
-    let accessToken: String?
-    /// Proofs the stock ran out of and were signed in the timed window.
-    private(set) var signedLive = 0
+    private let make: () throws -> Value
+    private(set) var madeLive = 0
 
-    init(count: Int, key: P256.Signing.PrivateKey, method: String, url: String, accessToken: String? = nil) throws {
-        self.key = key
-        self.method = method
-        self.url = url
-        self.accessToken = accessToken
-        let now = Date()
-        proofs = try (0..<count).map { _ in
-            try DPoP.proof(method: method, url: url, accessToken: accessToken, key: key, now: now)
-        }
+    init(count: Int, make: @escaping () throws -> Value) throws {
+        self.make = make
+        values = try (0..<count).map { _ in try make() }
     }
 
-    func take() -> String {
-        if next < proofs.count {
+    func take() -> Value? {
+        if next < values.count {
             defer { next += 1 }
-            return proofs[next]
+            return values[next]
         }
-        signedLive += 1
-        return (try? DPoP.proof(method: method, url: url, accessToken: accessToken, key: key, now: Date())) ?? ""
+        madeLive += 1
+        return try? make()
     }
 }
 
-/// Blinded PIN elements computed ahead, shared by every device (the blinded element depends on
-/// the PIN and a fresh random scalar only, not on the user's OPRF key).
-final class BlindedStock: @unchecked Sendable {
-    private var elements: [Data]
-    private var next = 0
-    private(set) var blindedLive = 0
-    let oprfPublicKey: P384._VOPRF.PublicKey
-
-    init(count: Int, oprfPublicKey: Data) throws {
-        self.oprfPublicKey = try P384._VOPRF.PublicKey(x963Representation: oprfPublicKey)
-        let key = self.oprfPublicKey
-        elements = try (0..<count).map { _ in
-            try key.blind(Data(benchmarkPIN.utf8)).blindedElement.oprfRepresentation
-        }
+/// DPoP proofs for one key, method and URL (and access token, for a resource request).
+func proofStock(
+    count: Int,
+    key: P256.Signing.PrivateKey,
+    method: String,
+    url: String,
+    accessToken: String? = nil
+) throws -> Stock<String> {
+    try Stock(count: count) {
+        try DPoP.proof(method: method, url: url, accessToken: accessToken, key: key, now: Date())
     }
+}
 
-    func take() -> Data {
-        if next < elements.count {
-            defer { next += 1 }
-            return elements[next]
-        }
-        blindedLive += 1
-        return (try? oprfPublicKey.blind(Data(benchmarkPIN.utf8)).blindedElement.oprfRepresentation) ?? Data()
-    }
+/// Blinded PIN elements, shared by every device (the blinded element depends on the PIN and a
+/// fresh random scalar only, not on the user's OPRF key).
+func blindedPINStock(count: Int, oprfPublicKey: Data) throws -> Stock<Data> {
+    let key = try P384._VOPRF.PublicKey(x963Representation: oprfPublicKey)
+    return try Stock(count: count) { try key.blind(Data(benchmarkPIN.utf8)).blindedElement.oprfRepresentation }
 }
 
 private let jsonDecoder = JSONDecoder()
@@ -89,16 +74,17 @@ private func refusal(_ answer: Answer) -> Next {
 /// request's. A wrong answer breaks the chain, so this client stops.
 final class RefreshWorkload: Workload, @unchecked Sendable {
     private var refreshToken: String
-    let proofs: ProofStock
+    let proofs: Stock<String>
     private(set) var lastAccessToken: String
 
     init(device: WireDevice, baseURL: String, prepared: Int) throws {
         refreshToken = device.refreshToken
         lastAccessToken = device.accessToken
-        proofs = try ProofStock(count: prepared, key: device.profileKey, method: "POST", url: baseURL + Endpoint.token)
+        proofs = try proofStock(count: prepared, key: device.profileKey, method: "POST", url: baseURL + Endpoint.token)
     }
 
     var canContinueAfterFailure: Bool { false }
+    var madeLive: Int { proofs.madeLive }
 
     func begin() -> PreparedRequest {
         PreparedRequest(
@@ -106,7 +92,7 @@ final class RefreshWorkload: Workload, @unchecked Sendable {
             Endpoint.token,
             headers: [
                 ("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"),
-                ("DPoP", proofs.take()),
+                ("DPoP", proofs.take() ?? ""),
             ],
             body: ByteBuffer(string: "grant_type=refresh_token&refresh_token=" + refreshToken)
         )
@@ -154,6 +140,7 @@ final class IntrospectionWorkload: Workload, @unchecked Sendable {
     }
 
     var canContinueAfterFailure: Bool { true }
+    var madeLive: Int { 0 }
     func begin() -> PreparedRequest { request }
 
     func next(after answer: Answer) -> Next {
@@ -168,40 +155,33 @@ final class IntrospectionWorkload: Workload, @unchecked Sendable {
 /// A protected resource of the server itself (`GET /v1/resource/profile`): the DPoP-bound access
 /// token checked with a fresh proof (signature, `ath`, single use) and the session looked up.
 final class ValidationWorkload: Workload, @unchecked Sendable {
-    let proofs: ProofStock
-    let authorization: String
+    /// Whole requests, each with a proof of its own, made before the timed window.
+    let requests: Stock<PreparedRequest>
     let expected: [UInt8]
-    /// Whole requests, made from the stock of proofs before the timed window.
-    private var requests: [PreparedRequest] = []
-    private var next = 0
 
     init(device: WireDevice, baseURL: String, prepared: Int) throws {
-        proofs = try ProofStock(
-            count: prepared,
-            key: device.profileKey,
-            method: "GET",
-            url: baseURL + Endpoint.profileResource,
-            accessToken: device.accessToken
-        )
-        authorization = "DPoP " + device.accessToken
+        let key = device.profileKey
+        let url = baseURL + Endpoint.profileResource
+        let token = device.accessToken
+        requests = try Stock(count: prepared) {
+            PreparedRequest(
+                .GET,
+                Endpoint.profileResource,
+                headers: [
+                    ("Accept", "application/json"), ("Authorization", "DPoP " + token),
+                    ("DPoP", try DPoP.proof(method: "GET", url: url, accessToken: token, key: key, now: Date())),
+                ]
+            )
+        }
         expected = Array(#""profile_id":"\#(device.profileID)""#.utf8)
-        requests = (0..<prepared).map { _ in request() }
     }
 
     var canContinueAfterFailure: Bool { true }
-
-    private func request() -> PreparedRequest {
-        PreparedRequest(
-            .GET,
-            Endpoint.profileResource,
-            headers: [("Accept", "application/json"), ("Authorization", authorization), ("DPoP", proofs.take())]
-        )
-    }
+    var madeLive: Int { requests.madeLive }
 
     func begin() -> PreparedRequest {
-        guard next < requests.count else { return request() }
-        defer { next += 1 }
-        return requests[next]
+        // Without a proof, the server refuses it: counted as a wrong answer.
+        requests.take() ?? PreparedRequest(.GET, Endpoint.profileResource, headers: [])
     }
 
     func next(after answer: Answer) -> Next {
@@ -223,18 +203,18 @@ final class ValidationWorkload: Workload, @unchecked Sendable {
 final class PINWorkload: Workload, @unchecked Sendable {
     let device: WireDevice
     let baseURL: String
-    let startProofs: ProofStock
-    let blinded: BlindedStock
+    let startProofs: Stock<String>
+    let blinded: Stock<Data>
     let startBody: ByteBuffer
     private var step = 0
     private var flowID = ""
     private let encoder = JSONEncoder()
 
-    init(device: WireDevice, baseURL: String, blinded: BlindedStock, prepared: Int) throws {
+    init(device: WireDevice, baseURL: String, blinded: Stock<Data>, prepared: Int) throws {
         self.device = device
         self.baseURL = baseURL
         self.blinded = blinded
-        startProofs = try ProofStock(
+        startProofs = try proofStock(
             count: prepared,
             key: device.profileKey,
             method: "POST",
@@ -246,6 +226,7 @@ final class PINWorkload: Workload, @unchecked Sendable {
     }
 
     var canContinueAfterFailure: Bool { true }
+    var madeLive: Int { startProofs.madeLive }
 
     func begin() -> PreparedRequest {
         step = 0
@@ -253,7 +234,8 @@ final class PINWorkload: Workload, @unchecked Sendable {
             .POST,
             Endpoint.authentication,
             headers: [
-                ("Content-Type", "application/json"), ("Accept", "application/json"), ("DPoP", startProofs.take()),
+                ("Content-Type", "application/json"), ("Accept", "application/json"),
+                ("DPoP", startProofs.take() ?? ""),
             ],
             body: startBody
         )
@@ -281,7 +263,11 @@ final class PINWorkload: Workload, @unchecked Sendable {
         case 1:
             guard flow.stage == .authenticate("pin") else { return .failed("stage \(String(describing: flow.stage))") }
             flowID = flow.flowID
-            let message = PINWireMessage(op: "evaluate", blinded: blinded.take(), oprfKeyDigest: device.oprfKeyDigest)
+            let message = PINWireMessage(
+                op: "evaluate",
+                blinded: blinded.take() ?? Data(),
+                oprfKeyDigest: device.oprfKeyDigest
+            )
             return flowMessage(message).map(Next.send) ?? .failed("could not make the evaluate message")
         case 2:
             guard let payload = flow.challenge?.data,

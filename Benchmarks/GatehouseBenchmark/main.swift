@@ -144,17 +144,11 @@ func startServer(database: String) throws -> (Process, String, Double) {
 /// code and data of the files it maps (the binary, the Swift runtime, Foundation: shared, clean,
 /// and mapped by the kernel 64 KiB around each page touched); and its proportional share.
 func residentMemory(_ pid: Int32) -> (total: Double, anonymous: Double, files: Double, proportional: Double) {
-    func field(_ name: String, in path: String) -> Double {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-            let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }),
-            let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kilobytes / 1024
-    }
+    func megabytes(_ name: String, in path: String) -> Double { (procField(name, in: path) ?? 0) / 1024 }
     let status = "/proc/\(pid)/status"
     return (
-        field("VmRSS", in: status), field("RssAnon", in: status), field("RssFile", in: status),
-        field("Pss", in: "/proc/\(pid)/smaps_rollup")
+        megabytes("VmRSS", in: status), megabytes("RssAnon", in: status), megabytes("RssFile", in: status),
+        megabytes("Pss", in: "/proc/\(pid)/smaps_rollup")
     )
 }
 
@@ -214,7 +208,7 @@ if !loadOperations.isEmpty {
                     fastestSoFar: results[operation]?.values.flatMap(\.values).map(\.rate).max()
                 )
                 let workloads: [any Workload]
-                var blinded: BlindedStock?
+                var blinded: Stock<Data>?
                 switch operation {
                 case "introspect":
                     workloads = selected.map {
@@ -231,7 +225,7 @@ if !loadOperations.isEmpty {
                 case "refresh":
                     workloads = try selected.map { try RefreshWorkload(device: $0, baseURL: baseURL, prepared: budget) }
                 default:
-                    let stock = try BlindedStock(count: budget * level, oprfPublicKey: devices[0].oprfPublicKey)
+                    let stock = try blindedPINStock(count: budget * level, oprfPublicKey: devices[0].oprfPublicKey)
                     blinded = stock
                     workloads = try selected.map {
                         try PINWorkload(device: $0, baseURL: baseURL, blinded: stock, prepared: budget)
@@ -254,14 +248,8 @@ if !loadOperations.isEmpty {
                     floor: floor,
                     storedTokens: tokensBefore
                 )
-                for workload in workloads {
-                    if let refresh = workload as? RefreshWorkload { figures.signedLive += refresh.proofs.signedLive }
-                    if let validation = workload as? ValidationWorkload {
-                        figures.signedLive += validation.proofs.signedLive
-                    }
-                    if let pin = workload as? PINWorkload { figures.signedLive += pin.startProofs.signedLive }
-                }
-                figures.signedLive += blinded?.blindedLive ?? 0
+                figures.madeLive = workloads.reduce(0) { $0 + $1.madeLive }
+                figures.madeLive += blinded?.madeLive ?? 0
                 figures.writtenBytes = serverWrittenBytes(serve.processIdentifier) - writtenBefore
                 print(figures.row)
                 if let error = figures.firstError { print("        first wrong answer: \(error)") }

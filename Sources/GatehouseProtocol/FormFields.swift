@@ -30,7 +30,7 @@ public struct FormFields: Sendable {
     public subscript(_ name: String) -> String? { values[name] }
 
     /// `+` as a space and `%XX` as a byte; nil for a broken escape or bytes that are not UTF-8.
-    private static func decode(_ text: Substring) -> String? {
+    public static func decode(_ text: Substring) -> String? {
         let utf8 = text.utf8
         guard utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else { return String(text) }
         var bytes: [UInt8] = []

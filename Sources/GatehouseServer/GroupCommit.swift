@@ -55,11 +55,11 @@ final class GroupCommitWriter: Sendable {
                 return taken
             }
             guard !group.isEmpty else { return }
-            if checkpointRequested.exchange(false, ordering: .relaxed) {
-                _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.passive) }
-            }
             do {
                 try pool.writeWithoutTransaction { db in
+                    if checkpointRequested.exchange(false, ordering: .relaxed) {
+                        _ = try? db.checkpoint(.passive)
+                    }
                     try db.inTransaction(.immediate) {
                         for change in group {
                             // A change whose writes could not be undone must not be committed

@@ -185,11 +185,11 @@ extension ServerStore {
     }
 
     /// Revokes a device token presented with its own key; anything else changes nothing.
-    func revokeDeviceToken(_ token: String, keyThumbprint: String, _ db: Database) throws {
+    func revokeDeviceToken(hash: Data, keyThumbprint: String, _ db: Database) throws {
         try db.cachedExecute(
             sql: "UPDATE client_tokens SET revoked = 1 WHERE hash = ? AND key_thumbprint = ?",
-            arguments: [Self.tokenHash(token), keyThumbprint]
+            arguments: [hash, keyThumbprint]
         )
-        activeTokens.evictOnCommit(.token(hash: Self.tokenHash(token)), db)
+        activeTokens.evictOnCommit(.token(hash: hash), db)
     }
 }

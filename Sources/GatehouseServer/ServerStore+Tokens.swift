@@ -156,6 +156,7 @@ extension ServerStore {
     func refresh(_ refreshToken: String, proof: ProofUse) async throws -> RefreshOutcome {
         let notValid = ServerError.invalidGrant("The refresh token is not valid.")
         guard let presented = RefreshToken(refreshToken, key: refreshTokenKey) else { return .refused(notValid) }
+        let presentedHash = Self.tokenHash(refreshToken)
         return try await write { db in
             guard
                 let family = try Row.cachedFetchOne(
@@ -181,7 +182,7 @@ extension ServerStore {
                 let row = try Row.cachedFetchOne(
                     db,
                     sql: "SELECT * FROM tokens WHERE hash = ? AND kind = 'refresh'",
-                    arguments: [Self.tokenHash(refreshToken)]
+                    arguments: [presentedHash]
                 )
             else { return .refused(notValid) }
             guard !(row["revoked"] as Bool) else { return .refused(.invalidGrant("The refresh token was revoked.")) }
@@ -216,27 +217,26 @@ extension ServerStore {
     /// RFC 7009: unknown, foreign and already revoked tokens change nothing; a refresh token
     /// revokes its family.
     func revoke(_ token: String, proof: ProofUse) async throws {
+        // Hashed once, before the writer's serial part.
+        let hash = Self.tokenHash(token)
         try await write { db in
             try self.record(proof, db)
             guard
                 let row = try Row.cachedFetchOne(
                     db,
                     sql: "SELECT kind, family, key_thumbprint FROM tokens WHERE hash = ?",
-                    arguments: [Self.tokenHash(token)]
+                    arguments: [hash]
                 ),
                 row["key_thumbprint"] == proof.keyThumbprint
             else {
-                try self.revokeDeviceToken(token, keyThumbprint: proof.keyThumbprint, db)
+                try self.revokeDeviceToken(hash: hash, keyThumbprint: proof.keyThumbprint, db)
                 return
             }
             if row["kind"] == "refresh" {
                 try self.revokeFamily(row["family"], db)
             } else {
-                try db.cachedExecute(
-                    sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?",
-                    arguments: [Self.tokenHash(token)]
-                )
-                self.activeTokens.evictOnCommit(.token(hash: Self.tokenHash(token)), db)
+                try db.cachedExecute(sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?", arguments: [hash])
+                self.activeTokens.evictOnCommit(.token(hash: hash), db)
             }
         }
     }

@@ -12,7 +12,7 @@ import GatehouseProtocol
 final class ServerStore: Sendable {
     let pool: DatabasePool
     /// Every change goes through it: changes that arrive together share a durable commit.
-    let writer: GroupCommitWriter
+    private let writer: GroupCommitWriter
     /// Active access tokens' introspection answers, kept exact by the changes that end them.
     let activeTokens = ActiveTokenCache()
     private let checkpointer: WALCheckpointer

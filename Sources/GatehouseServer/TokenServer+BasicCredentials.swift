@@ -25,16 +25,10 @@ extension TokenServer {
             let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
             let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { throw refusal }
-        var id = String(text[..<colon])
-        var secret = String(text[text.index(after: colon)...])
-        if formEncoded, text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) {
-            // Form encoding: `+` is a space.
-            guard let decodedID = id.replacingOccurrences(of: "+", with: " ").removingPercentEncoding,
-                let decodedSecret = secret.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
-            else {
-                throw refusal
-            }
-            (id, secret) = (decodedID, decodedSecret)
+        // Form encoding: `+` is a space, `%XX` a byte.
+        func decode(_ part: Substring) -> String? { formEncoded ? FormFields.decode(part) : String(part) }
+        guard let id = decode(text[..<colon]), let secret = decode(text[text.index(after: colon)...]) else {
+            throw refusal
         }
         let idDigest = Data(SHA256.hash(data: Data(id.utf8)))
         let secretDigest = Data(SHA256.hash(data: Data(secret.utf8)))
