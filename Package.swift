@@ -53,6 +53,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // The benchmark's latency percentiles.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // The token server's PostgreSQL store, for several instances on one database.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // The kernel: protocols, registry, manifest schema, challenges, errors. Foundation and swift-log only.
@@ -79,13 +82,16 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // The token server as a library: HTTP through Hummingbird, state in SQLite through GRDB.
+        // The token server as a library: HTTP through Hummingbird, state in SQLite through GRDB or in
+        // PostgreSQL through postgres-nio.
         .target(
             name: "GatehouseServer",
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseYAML", "GatehousePlugins", "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseProtocol
 import Synchronization
 
@@ -34,6 +33,8 @@ final class ActiveTokenCache: Sendable {
         var entries: [Data: Entry] = [:]
         var byFamily: [String: [Data]] = [:]
         var version: UInt64 = 0
+        /// False while evictions from other instances may be missed: nothing is kept then.
+        var listening = true
     }
 
     private let state = Mutex(State())
@@ -57,7 +58,7 @@ final class ActiveTokenCache: Sendable {
     /// evicted since.
     func keep(_ entry: Entry, forHash hash: Data, readAt version: UInt64) {
         state.withLock { state in
-            guard state.version == version else { return }
+            guard state.version == version, state.listening else { return }
             if state.entries.count >= capacity {
                 state.entries.removeAll(keepingCapacity: true)
                 state.byFamily.removeAll(keepingCapacity: true)
@@ -91,9 +92,55 @@ final class ActiveTokenCache: Sendable {
         }
     }
 
-    /// Evicts when the transaction `db` is in commits (a change rolled back with its savepoint
-    /// may evict needlessly, which costs a database read, never a wrong answer).
-    func evictOnCommit(_ eviction: Eviction, _ db: Database) {
-        db.afterNextTransaction { [self] _ in evict(eviction) }
+    /// Evicts on every instance once the transaction `db` is in commits: on this one before the
+    /// change is acknowledged, on the others when they hear of it (PostgreSQL's NOTIFY, sent
+    /// with the commit, delivered within milliseconds).
+    func evictOnCommit(_ eviction: Eviction, _ db: any SQLSession) throws {
+        try db.announce(eviction.announcement)
+    }
+
+    /// What an instance heard from the database: an eviction some instance committed, or that
+    /// it may have missed some (nothing is kept meanwhile, so nothing stale can be answered).
+    func hear(_ announcement: Announcement) {
+        switch announcement {
+        case .message(let message):
+            guard let eviction = Eviction(announcement: message) else { return }
+            evict(eviction)
+        case .interrupted:
+            state.withLock { $0.listening = false }
+            evict(.all)
+        case .resumed:
+            evict(.all)
+            state.withLock { $0.listening = true }
+        }
+    }
+}
+
+extension ActiveTokenCache.Eviction {
+    private static let prefix = "token-cache "
+
+    /// How instances tell each other: `token-cache token <hash, base64url>`, `… family <id>`,
+    /// `… profile <id>`, `… all`.
+    var announcement: String {
+        switch self {
+        case .token(let hash): Self.prefix + "token " + hash.base64URLEncodedString
+        case .family(let family): Self.prefix + "family " + family
+        case .profile(let profileID): Self.prefix + "profile " + profileID
+        case .all: Self.prefix + "all"
+        }
+    }
+
+    init?(announcement: String) {
+        guard announcement.hasPrefix(Self.prefix) else { return nil }
+        let words = announcement.dropFirst(Self.prefix.count).split(separator: " ", maxSplits: 1)
+        switch (words.first, words.count == 2 ? String(words[1]) : nil) {
+        case ("token", let hash?):
+            guard let data = Data(base64URLEncoded: hash) else { return nil }
+            self = .token(hash: data)
+        case ("family", let family?): self = .family(family)
+        case ("profile", let profileID?): self = .profile(profileID)
+        case ("all", nil): self = .all
+        default: return nil
+        }
     }
 }

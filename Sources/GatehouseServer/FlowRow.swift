@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 
@@ -52,7 +51,7 @@ struct FlowRow: Sendable {
         self.state = FlowState(plan: plan)
     }
 
-    init(_ row: Row) throws {
+    init(_ row: SQLRow) throws {
         id = row["id"]
         clientID = row["client_id"]
         profileID = row["profile_id"]

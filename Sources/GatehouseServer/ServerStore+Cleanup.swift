@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseKernel
 
 // What no request will ever need again: expired and revoked tokens and their families, ended
@@ -30,9 +29,11 @@ extension ServerStore {
     func removeExpiredState(now: Double, limit: Int, idleInstallationLifetime: Double) async throws -> CleanupReport {
         try await write { db in
             var report = CleanupReport()
-            func delete(_ table: String, where condition: String, _ arguments: StatementArguments) throws -> Int {
+            let row = db.dialect.rowIdentifier
+            func delete(_ table: String, where condition: String, _ arguments: SQLArguments) throws -> Int {
                 try db.execute(
-                    sql: "DELETE FROM \(table) WHERE rowid IN (SELECT rowid FROM \(table) WHERE \(condition) LIMIT ?)",
+                    sql:
+                        "DELETE FROM \(table) WHERE \(row) IN (SELECT \(row) FROM \(table) WHERE \(condition) LIMIT ?)",
                     arguments: arguments + [limit]
                 )
                 return db.changesCount
@@ -47,14 +48,14 @@ extension ServerStore {
             report.profiles = expiredProfiles.count
             // A revoked family goes with its tokens; expired tokens go one by one, and a family
             // left without tokens after them.
-            report.families = try delete("families", where: "revoked = 1", [])
+            report.families = try delete("families", where: "revoked = TRUE", [])
             report.tokens = try delete("tokens", where: "expires_at < ?", [now])
             report.families += try delete(
                 "families",
                 where: "NOT EXISTS (SELECT 1 FROM tokens WHERE tokens.family = families.id)",
                 []
             )
-            report.deviceTokens = try delete("client_tokens", where: "expires_at < ? OR revoked = 1", [now])
+            report.deviceTokens = try delete("client_tokens", where: "expires_at < ? OR revoked = TRUE", [now])
             report.flows = try delete("flows", where: "expires_at < ?", [now])
             report.proofs = try delete("dpop_proofs", where: "expires_at < ?", [now])
             report.webLogins = try delete("web_login_tokens", where: "expires_at < ?", [now])
@@ -72,19 +73,19 @@ extension ServerStore {
             )
             // What a sweep removes was already inactive; forgetting every kept answer keeps that
             // beyond doubt (a sweep runs once a minute).
-            if report.total > 0 { self.activeTokens.evictOnCommit(.all, db) }
+            if report.total > 0 { try self.activeTokens.evictOnCommit(.all, db) }
             return report
         }
     }
 
-    /// Reads the schema from the database file: throws when the database cannot answer.
+    /// Reads from the database: throws when it cannot answer.
     func checkReadiness() async throws {
-        _ = try lookup { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+        _ = try await lookup { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM server_secrets") }
     }
 
     /// Rows per table, for operators and the load measurement.
     func rowCounts() async throws -> [String: Int] {
-        try lookup { db in
+        try await lookup { db in
             var counts: [String: Int] = [:]
             for table in ["clients", "profiles", "families", "tokens", "client_tokens", "flows", "dpop_proofs"] {
                 counts[table] = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0

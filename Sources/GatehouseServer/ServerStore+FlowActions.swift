@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 
@@ -15,7 +14,7 @@ extension ServerStore {
         _ actions: [FlowAction],
         to row: inout FlowRow,
         now: Double,
-        _ db: Database,
+        _ db: any SQLSession,
         answerRequired: Bool = true
     ) throws -> FlowApplied {
         var outcome: FlowApplied.Outcome?
@@ -29,13 +28,13 @@ extension ServerStore {
                 // A hold is the flow's own `attempt` column, written with the flow's state.
                 break
             case .commitAttempt, .countFailure:
-                try db.cachedExecute(
+                try db.execute(
                     sql: "UPDATE profiles SET failures = failures + 1 WHERE id = ?",
                     arguments: [row.profileID]
                 )
                 events.append(.failureCounted)
             case .resetFailures:
-                try db.cachedExecute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [row.profileID])
+                try db.execute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [row.profileID])
             case .identifyUser(let identity):
                 try identify(identity, row: &row, now: now, db)
                 // The actions that follow in this step (a registration with nothing to enrol ends
@@ -48,17 +47,17 @@ extension ServerStore {
             case .storeRegistration(let authenticator, let data) where row.state.plan.kind == .authenticatorRegistration:
                 // A new authenticator: if an overlapping registration stored it first, refuse.
                 do {
-                    try db.cachedExecute(
+                    try db.execute(
                         sql:
                             "INSERT INTO registrations (profile_id, authenticator, data, created_at) VALUES (?, ?, ?, ?)",
                         arguments: [row.profileID, authenticator, data, now]
                     )
-                } catch DatabaseError.SQLITE_CONSTRAINT_PRIMARYKEY {
+                } catch is UniqueConstraintViolation {
                     throw ServerError(AuthenticationError(.authenticatorAlreadyRegistered), status: 409)
                 }
                 events.append(.registrationStored(authenticator: authenticator))
             case .storeRegistration(let authenticator, let data):
-                try db.cachedExecute(
+                try db.execute(
                     sql: """
                         INSERT INTO registrations (profile_id, authenticator, data, created_at) VALUES (?, ?, ?, ?)
                         ON CONFLICT(profile_id, authenticator) DO UPDATE SET data = excluded.data, created_at = excluded.created_at
@@ -67,7 +66,7 @@ extension ServerStore {
                 )
                 events.append(.registrationStored(authenticator: authenticator))
             case .removeRegistration(let authenticator):
-                try db.cachedExecute(
+                try db.execute(
                     sql: "DELETE FROM registrations WHERE profile_id = ? AND authenticator = ?",
                     arguments: [row.profileID, authenticator]
                 )
@@ -80,14 +79,14 @@ extension ServerStore {
             case .revokeUser(let subject, let grant):
                 // What the replayed credential issued; without a named credential, every session
                 // of this provider's user, whichever device holds it.
-                try db.cachedExecute(
+                try db.execute(
                     sql: """
-                        UPDATE families SET revoked = 1 WHERE (? IS NULL OR grant = ?) AND profile_id IN
+                        UPDATE families SET revoked = TRUE WHERE (CAST(? AS TEXT) IS NULL OR "grant" = ?) AND profile_id IN
                             (SELECT id FROM profiles WHERE identity_provider = ? AND subject = ?)
                         """,
                     arguments: [grant, grant, row.identityProvider, subject]
                 )
-                activeTokens.evictOnCommit(.all, db)
+                try activeTokens.evictOnCommit(.all, db)
                 events.append(.userSessionsRevoked)
             case .approveTransaction:
                 try approveTransaction(for: row, now: now, db)
@@ -96,7 +95,7 @@ extension ServerStore {
                 if state.attempt == .held, row.state.attempt != .held { row.heldUntil = now + Self.holdLifetime }
                 if state.attempt != .held { row.heldUntil = nil }
                 row.state = state
-                try db.cachedExecute(
+                try db.execute(
                     sql: """
                         UPDATE flows SET state = ?, attempt = ?, held_until = ?, profile_id = ?, subject = ? WHERE id = ?
                         """,
@@ -106,7 +105,7 @@ extension ServerStore {
                     ]
                 )
             case .endFlow:
-                try db.cachedExecute(sql: "DELETE FROM flows WHERE id = ?", arguments: [row.id])
+                try db.execute(sql: "DELETE FROM flows WHERE id = ?", arguments: [row.id])
                 ended = true
                 events.append(.ended)
             case .reply(let reply):
@@ -147,8 +146,9 @@ extension ServerStore {
 
     /// The identity provider named the user: reuse the profile this client already has for that
     /// user, or allocate a new id. Two registrations of one user at once are refused.
-    private func identify(_ identity: RegisteredIdentity, row: inout FlowRow, now: Double, _ db: Database) throws {
-        let overlapping = try Bool.cachedFetchOne(
+    private func identify(_ identity: RegisteredIdentity, row: inout FlowRow, now: Double, _ db: any SQLSession) throws
+    {
+        let overlapping = try Bool.fetchOne(
             db,
             sql: """
                 SELECT 1 FROM flows WHERE id != ? AND client_id = ? AND identity_provider = ? AND subject = ? AND expires_at > ?
@@ -166,22 +166,22 @@ extension ServerStore {
         let existing =
             row.stateless
             ? nil
-            : try String.cachedFetchOne(
+            : try String.fetchOne(
                 db,
                 sql: """
-                    SELECT id FROM profiles WHERE client_id = ? AND identity_provider = ? AND subject = ? AND stateless = 0
+                    SELECT id FROM profiles WHERE client_id = ? AND identity_provider = ? AND subject = ? AND stateless = FALSE
                     """,
                 arguments: [row.clientID, row.identityProvider, identity.subject]
             )
         row.profileID = try existing ?? newProfileID(db)
     }
 
-    private func newProfileID(_ db: Database) throws -> String {
+    private func newProfileID(_ db: any SQLSession) throws -> String {
         let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<16 {
             let id = String((0..<6).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
-            let taken = try Bool.cachedFetchOne(
+            let taken = try Bool.fetchOne(
                 db,
                 sql: "SELECT 1 FROM profiles WHERE id = ? UNION SELECT 1 FROM flows WHERE profile_id = ?",
                 arguments: [id, id]
@@ -193,16 +193,16 @@ extension ServerStore {
 
     /// Writes the registered profile. A re-registration replaces the device key, so the old
     /// profile's sessions and registrations end.
-    private func createProfile(_ row: FlowRow, now: Double, _ db: Database) throws {
+    private func createProfile(_ row: FlowRow, now: Double, _ db: any SQLSession) throws {
         guard let profileID = row.profileID, let subject = row.state.subject,
             let identityProvider = row.identityProvider, let profileKey = row.profileKey
         else { throw ServerError(500, "server_error", "The registration flow is incomplete.") }
-        try db.cachedExecute(sql: "DELETE FROM families WHERE profile_id = ?", arguments: [profileID])
-        activeTokens.evictOnCommit(.profile(profileID), db)
-        try db.cachedExecute(sql: "DELETE FROM registrations WHERE profile_id = ?", arguments: [profileID])
+        try db.execute(sql: "DELETE FROM families WHERE profile_id = ?", arguments: [profileID])
+        try activeTokens.evictOnCommit(.profile(profileID), db)
+        try db.execute(sql: "DELETE FROM registrations WHERE profile_id = ?", arguments: [profileID])
         // A stateless profile lasts as long as its session can; a stored one its application's
         // registration validity (a new registration starts the period again).
-        let appID = try String.cachedFetchOne(
+        let appID = try String.fetchOne(
             db,
             sql: "SELECT app_id FROM clients WHERE id = ?",
             arguments: [row.clientID]
@@ -210,7 +210,7 @@ extension ServerStore {
         let lifetime = row.stateless ? tokenLifetimes.refresh : appID.flatMap { registrationValidity[$0] }
         let expiresAt = lifetime.map { now + Double($0) }
         do {
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     INSERT INTO profiles (id, client_id, identity_provider, subject, scope, key_thumbprint, failures,
                         created_at, expires_at, stateless)
@@ -223,7 +223,7 @@ extension ServerStore {
                     row.stateless,
                 ]
             )
-        } catch DatabaseError.SQLITE_CONSTRAINT_UNIQUE {
+        } catch is UniqueConstraintViolation {
             throw ServerError(
                 409,
                 "registration_in_progress",
@@ -234,9 +234,9 @@ extension ServerStore {
 
     /// Removes a profile and everything that hangs off it: registrations and tokens. Its open
     /// flows stay until used or expired, so a request in flight learns the user was deregistered.
-    func deleteProfile(_ profileID: String, now: Double, _ db: Database) throws {
+    func deleteProfile(_ profileID: String, now: Double, _ db: any SQLSession) throws {
         try endTransactions(askedOf: profileID, reason: "user_deregistered", now: now, db)
-        try db.cachedExecute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
-        activeTokens.evictOnCommit(.profile(profileID), db)
+        try db.execute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
+        try activeTokens.evictOnCommit(.profile(profileID), db)
     }
 }

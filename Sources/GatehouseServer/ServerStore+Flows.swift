@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 
@@ -10,7 +9,7 @@ extension ServerStore {
     func startRegistration(_ flow: FlowRow, proof: ProofUse) async throws -> FlowApplied {
         try await write { db in
             try self.record(proof, db)
-            try db.cachedExecute(sql: "DELETE FROM flows WHERE expires_at < ?", arguments: [proof.now - 3600])
+            try db.execute(sql: "DELETE FROM flows WHERE expires_at < ?", arguments: [proof.now - 3600])
             let (machine, actions) = FlowMachine.start(flow.state.plan, counter: nil)
             var row = flow
             row.state = machine.state
@@ -28,7 +27,7 @@ extension ServerStore {
     ) async throws -> FlowApplied {
         try await write { db in
             guard let profileID = flow.profileID,
-                let profile = try Row.cachedFetchOne(
+                let profile = try SQLRow.fetchOne(
                     db,
                     sql: "SELECT * FROM profiles WHERE id = ?",
                     arguments: [profileID]
@@ -91,11 +90,11 @@ extension ServerStore {
         _ id: String,
         keyThumbprint: String,
         now: Double
-    ) throws -> (
+    ) async throws -> (
         FlowRow, registration: Data?, subject: String?
     ) {
-        try lookup { db in
-            guard let stored = try Row.cachedFetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id])
+        try await lookup { db in
+            guard let stored = try SQLRow.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id])
             else {
                 throw ServerError(404, "not_found", "The flow does not exist; start again.")
             }
@@ -116,7 +115,7 @@ extension ServerStore {
             var subject = flow.state.subject
             if flow.state.plan.kind != .registration, let profileID = flow.profileID {
                 guard
-                    let owner = try Row.cachedFetchOne(
+                    let owner = try SQLRow.fetchOne(
                         db,
                         sql: "SELECT subject, key_thumbprint FROM profiles WHERE id = ?",
                         arguments: [profileID]
@@ -232,8 +231,8 @@ extension ServerStore {
         }
     }
 
-    func insert(_ row: FlowRow, _ db: Database) throws {
-        try db.cachedExecute(
+    func insert(_ row: FlowRow, _ db: any SQLSession) throws {
+        try db.execute(
             sql: """
                 INSERT INTO flows (id, client_id, profile_id, identity_provider, scope, profile_key, key_thumbprint, state,
                     attempt, expires_at, transaction_id, stateless)
@@ -250,8 +249,8 @@ extension ServerStore {
     /// Claims the flow for this step: succeeds only if nobody moved it on since it was read, so
     /// each step (and each single-use nonce in a session) is used at most once, even by
     /// concurrent requests.
-    private func claim(_ row: inout FlowRow, now: Double, _ db: Database) throws {
-        try db.cachedExecute(
+    private func claim(_ row: inout FlowRow, now: Double, _ db: any SQLSession) throws {
+        try db.execute(
             sql: "UPDATE flows SET version = version + 1 WHERE id = ? AND version = ? AND expires_at > ?",
             arguments: [row.id, row.version, now]
         )
@@ -266,19 +265,19 @@ extension ServerStore {
         _ profileID: String,
         excluding flowID: String?,
         now: Double,
-        _ db: Database
+        _ db: any SQLSession
     ) throws
         -> AttemptCounter?
     {
         guard
-            let failures = try Int.cachedFetchOne(
+            let failures = try Int.fetchOne(
                 db,
                 sql: "SELECT failures FROM profiles WHERE id = ?",
                 arguments: [profileID]
             )
         else { return nil }
         let held =
-            try Int.cachedFetchOne(
+            try Int.fetchOne(
                 db,
                 sql: """
                     SELECT COUNT(*) FROM flows WHERE profile_id = ? AND attempt = 'held' AND held_until > ? AND id != ?
@@ -288,7 +287,7 @@ extension ServerStore {
         return AttemptCounter(failures: failures, held: held, maximum: maxFailures)
     }
 
-    private func counter(_ row: FlowRow, now: Double, _ db: Database) throws -> AttemptCounter? {
+    private func counter(_ row: FlowRow, now: Double, _ db: any SQLSession) throws -> AttemptCounter? {
         guard row.state.plan.kind != .registration, let profileID = row.profileID else { return nil }
         guard let counter = try counter(profileID, excluding: row.id, now: now, db) else {
             throw ServerError.userDeregistered
@@ -296,16 +295,16 @@ extension ServerStore {
         return counter
     }
 
-    func registration(_ profileID: String, _ authenticator: String, _ db: Database) throws -> Data? {
-        try Data.cachedFetchOne(
+    func registration(_ profileID: String, _ authenticator: String, _ db: any SQLSession) throws -> Data? {
+        try Data.fetchOne(
             db,
             sql: "SELECT data FROM registrations WHERE profile_id = ? AND authenticator = ?",
             arguments: [profileID, authenticator]
         )
     }
 
-    func hasRegistration(_ profileID: String, _ authenticator: String, _ db: Database) throws -> Bool {
-        try Bool.cachedFetchOne(
+    func hasRegistration(_ profileID: String, _ authenticator: String, _ db: any SQLSession) throws -> Bool {
+        try Bool.fetchOne(
             db,
             sql: "SELECT 1 FROM registrations WHERE profile_id = ? AND authenticator = ?",
             arguments: [profileID, authenticator]

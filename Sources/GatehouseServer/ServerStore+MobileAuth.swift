@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 
@@ -30,7 +29,7 @@ extension ServerStore {
             guard !session.stateless else {
                 throw ServerError(MobileAuthEnrollmentError(.statelessUser), status: 403)
             }
-            let others = try String.cachedFetchAll(
+            let others = try String.fetchAll(
                 db,
                 sql: """
                     SELECT profile_id FROM mobile_enrolments
@@ -43,8 +42,8 @@ extension ServerStore {
                 throw ServerError(MobileAuthEnrollmentError(.userAlreadyEnrolled), status: 409)
             case .override:
                 for other in others {
-                    try db.cachedExecute(
-                        sql: "UPDATE mobile_enrolments SET disenrolled = 1, push_token = NULL WHERE profile_id = ?",
+                    try db.execute(
+                        sql: "UPDATE mobile_enrolments SET disenrolled = TRUE, push_token = NULL WHERE profile_id = ?",
                         arguments: [other]
                     )
                     try self.endTransactions(askedOf: other, reason: "device_disenrolled", now: proof.now, db)
@@ -53,13 +52,13 @@ extension ServerStore {
             }
             try self.record(proof, db)
             let serverKey = Curve25519.KeyAgreement.PrivateKey()
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     INSERT INTO mobile_enrolments (profile_id, identity_provider, subject, device_key, server_key,
                         created_at)
                     VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT(profile_id) DO UPDATE SET device_key = excluded.device_key,
-                        server_key = excluded.server_key, disenrolled = 0, created_at = excluded.created_at
+                        server_key = excluded.server_key, disenrolled = FALSE, created_at = excluded.created_at
                     """,
                 arguments: [
                     session.profileID, session.identityProvider, session.subject, deviceKey,
@@ -81,7 +80,7 @@ extension ServerStore {
     ) async throws {
         try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
-            let enrolment = try Row.cachedFetchOne(
+            let enrolment = try SQLRow.fetchOne(
                 db,
                 sql: "SELECT disenrolled, push_token FROM mobile_enrolments WHERE profile_id = ?",
                 arguments: [session.profileID]
@@ -103,11 +102,11 @@ extension ServerStore {
             }
             try self.record(proof, db)
             do {
-                try db.cachedExecute(
+                try db.execute(
                     sql: "UPDATE mobile_enrolments SET push_token = ?, platform = ? WHERE profile_id = ?",
                     arguments: [pushToken, platform.rawValue, session.profileID]
                 )
-            } catch DatabaseError.SQLITE_CONSTRAINT_UNIQUE {
+            } catch is UniqueConstraintViolation {
                 throw ServerError(MobileAuthEnrollmentError(.deviceAlreadyEnrolled), status: 409)
             }
         }
@@ -115,14 +114,17 @@ extension ServerStore {
 
     /// Whether the session's profile is enrolled, and for push.
     func enrolmentStatus(token: String, proof: ProofUse) async throws -> MobileAuthEnrolmentStatus {
-        try lookup { db in
+        try await lookup { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
-            let row = try Row.cachedFetchOne(
+            let row = try SQLRow.fetchOne(
                 db,
                 sql: "SELECT push_token FROM mobile_enrolments WHERE profile_id = ? AND NOT disenrolled",
                 arguments: [session.profileID]
             )
-            return MobileAuthEnrolmentStatus(enrolled: row != nil, pushEnrolled: row?["push_token"] != nil)
+            return MobileAuthEnrolmentStatus(
+                enrolled: row != nil,
+                pushEnrolled: row.map { $0["push_token"] as String? != nil } ?? false
+            )
         }
     }
 
@@ -154,7 +156,7 @@ extension ServerStore {
     /// older pending transactions of the type are superseded. Returns the devices to notify.
     func startTransaction(_ new: NewTransaction) async throws -> [Delivery] {
         try await write { db in
-            let devices = try Row.cachedFetchAll(
+            let devices = try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT profile_id, device_key, push_token, platform FROM mobile_enrolments
@@ -171,7 +173,7 @@ extension ServerStore {
                 )
             }
             if new.type.supersedesPending {
-                let superseded = try String.cachedFetchAll(
+                let superseded = try String.fetchAll(
                     db,
                     sql: """
                         SELECT id FROM mobile_transactions WHERE api_client = ? AND identity_provider = ? AND subject = ?
@@ -181,7 +183,7 @@ extension ServerStore {
                 )
                 for id in superseded { try self.end(id, status: .denied, reason: "superseded", now: new.now, db) }
             }
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     INSERT INTO mobile_transactions (id, api_client, identity_provider, subject, type, method, message,
                         number, signing_data_hash, callback_uri, status, created_at, expires_at)
@@ -219,15 +221,19 @@ extension ServerStore {
                     purpose: .payload,
                     transactionID: new.id
                 )
-                try db.cachedExecute(
-                    sql: """
-                        INSERT INTO mobile_deliveries (transaction_id, profile_id, sealed, nonce_hash) VALUES (?, ?, ?, ?)
-                        """,
-                    arguments: [new.id, profileID, try WireCoding.encode(sealed), Data(SHA256.hash(data: nonce))]
-                )
+                guard
+                    let seq = try Int64.fetchOne(
+                        db,
+                        sql: """
+                            INSERT INTO mobile_deliveries (transaction_id, profile_id, sealed, nonce_hash) VALUES (?, ?, ?, ?)
+                            RETURNING seq
+                            """,
+                        arguments: [new.id, profileID, try WireCoding.encode(sealed), Data(SHA256.hash(data: nonce))]
+                    )
+                else { throw ServerDatabaseError("The database did not number a delivery.") }
                 deliveries.append(
                     Delivery(
-                        seq: db.lastInsertedRowID,
+                        seq: seq,
                         profileID: profileID,
                         pushToken: device["push_token"],
                         platform: (device["platform"] as String?).flatMap(PushPlatform.init(rawValue:))

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 
@@ -11,9 +10,9 @@ extension ServerStore {
     // MARK: - The device's side
 
     /// Checks that `proof` comes from the profile's key and that the profile is enrolled.
-    func enrolledDevice(_ profileID: String, proof: ProofUse, _ db: Database) throws -> Row {
+    func enrolledDevice(_ profileID: String, proof: ProofUse, _ db: any SQLSession) throws -> SQLRow {
         guard
-            let row = try Row.cachedFetchOne(
+            let row = try SQLRow.fetchOne(
                 db,
                 sql: """
                     SELECT profiles.key_thumbprint, mobile_enrolments.* FROM profiles
@@ -50,7 +49,7 @@ extension ServerStore {
         after: Int64,
         now: Double
     ) async throws -> [PendingDelivery]? {
-        try lookup { db in
+        try await lookup { db in
             let proof = ProofUse(keyThumbprint: keyThumbprint, jti: "", now: now)
             guard (try? self.enrolledDevice(profileID, proof: proof, db)) != nil else { return nil }
             return try self.pendingDeliveries(profileID, after: after, now: now, db)
@@ -64,8 +63,13 @@ extension ServerStore {
         var sealed: Data
     }
 
-    func pendingDeliveries(_ profileID: String, after: Int64, now: Double, _ db: Database) throws -> [PendingDelivery] {
-        try Row.cachedFetchAll(
+    func pendingDeliveries(
+        _ profileID: String,
+        after: Int64,
+        now: Double,
+        _ db: any SQLSession
+    ) throws -> [PendingDelivery] {
+        try SQLRow.fetchAll(
             db,
             sql: """
                 SELECT d.seq, d.sealed, t.id, t.message, t.created_at, t.expires_at FROM mobile_deliveries d
@@ -103,9 +107,9 @@ extension ServerStore {
         }
     }
 
-    private func delivery(_ transactionID: String, _ profileID: String, _ db: Database) throws -> Row {
+    private func delivery(_ transactionID: String, _ profileID: String, _ db: any SQLSession) throws -> SQLRow {
         guard
-            let row = try Row.cachedFetchOne(
+            let row = try SQLRow.fetchOne(
                 db,
                 sql: """
                     SELECT d.sealed, d.nonce_hash, t.* FROM mobile_deliveries d
@@ -119,7 +123,7 @@ extension ServerStore {
     }
 
     /// Expired (swept or not) is "not found", answered or superseded is "already handled".
-    private func requireOpen(_ transaction: Row, now: Double) throws {
+    private func requireOpen(_ transaction: SQLRow, now: Double) throws {
         let status: String = transaction["status"]
         guard status != "expired", (transaction["expires_at"] as Double) > now || status != "pending" else {
             throw ServerError(MobileAuthRequestError(.notFound, message: "The request expired."), status: 404)
@@ -161,9 +165,9 @@ extension ServerStore {
                 throw ServerError.invalidRequest("The answer does not carry this request's nonce.")
             }
             try self.record(proof, db)
-            try db.cachedExecute(
-                sql: "UPDATE mobile_deliveries SET nonce_hash = X'' WHERE transaction_id = ? AND profile_id = ?",
-                arguments: [transactionID, profileID]
+            try db.execute(
+                sql: "UPDATE mobile_deliveries SET nonce_hash = ? WHERE transaction_id = ? AND profile_id = ?",
+                arguments: [Data(), transactionID, profileID]
             )
             if answer.decision == .deny {
                 try self.end(
@@ -207,7 +211,7 @@ extension ServerStore {
             let method = MobileAuthMethod(rawValue: row["method"]) ?? .confirmation
             guard method != .confirmation else {
                 try self.end(transactionID, status: .approved, reason: nil, now: proof.now, by: profileID, db)
-                try db.cachedExecute(
+                try db.execute(
                     sql: "UPDATE mobile_transactions SET authentication_method = 'confirmation' WHERE id = ?",
                     arguments: [transactionID]
                 )
@@ -230,9 +234,9 @@ extension ServerStore {
     private func verifySignature(
         _ answer: MobileAuthAnswer,
         signingHash: Data,
-        device: Row,
+        device: SQLRow,
         _ transactionID: String,
-        _ db: Database
+        _ db: any SQLSession
     ) throws -> Bool {
         // The device signs the hash of the signing data: the store never holds the data itself.
         let content = MobileAuthAnswer.signedContent(
@@ -245,7 +249,7 @@ extension ServerStore {
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData)
         else { throw ServerError.invalidRequest("This type signs transactions: sign with the profile's key.") }
         let verified = key.isValidSignature(signature, for: content)
-        try db.cachedExecute(
+        try db.execute(
             sql: """
                 UPDATE mobile_transactions SET signature = ?, user_public_key = ?, signature_verified = ? WHERE id = ?
                 """,
@@ -262,15 +266,15 @@ extension ServerStore {
         proof: ProofUse,
         plan: (String, Bool) -> FlowPlan?,
         flowLifetime: Double,
-        _ db: Database
+        _ db: any SQLSession
     ) throws -> FlowApplied {
         guard
-            let profile = try Row.cachedFetchOne(
+            let profile = try SQLRow.fetchOne(
                 db,
                 sql: "SELECT * FROM profiles WHERE id = ?",
                 arguments: [profileID]
             ),
-            let typeName = try String.cachedFetchOne(
+            let typeName = try String.fetchOne(
                 db,
                 sql: "SELECT type FROM mobile_transactions WHERE id = ?",
                 arguments: [transactionID]

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 
@@ -11,9 +10,9 @@ extension ServerStore {
 
     /// Approves the flow's transaction; refused when it ended meanwhile (answered on another
     /// device, superseded, expired).
-    func approveTransaction(for flow: FlowRow, now: Double, _ db: Database) throws {
+    func approveTransaction(for flow: FlowRow, now: Double, _ db: any SQLSession) throws {
         guard let id = flow.transactionID else { return }
-        let open = try Bool.cachedFetchOne(
+        let open = try Bool.fetchOne(
             db,
             sql: "SELECT 1 FROM mobile_transactions WHERE id = ? AND status = 'pending' AND expires_at > ?",
             arguments: [id, now]
@@ -21,14 +20,14 @@ extension ServerStore {
         guard open == true else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
         let method = flow.state.plan.stages.first.map(\.plugin)
         try end(id, status: .approved, reason: nil, now: now, by: flow.profileID, db)
-        try db.cachedExecute(
+        try db.execute(
             sql: "UPDATE mobile_transactions SET authentication_method = ? WHERE id = ?",
             arguments: [method, id]
         )
     }
 
     /// A flow for a transaction ended without approving it.
-    func flowEndedWithoutApproval(_ flow: FlowRow, refused: Bool, now: Double, _ db: Database) throws {
+    func flowEndedWithoutApproval(_ flow: FlowRow, refused: Bool, now: Double, _ db: any SQLSession) throws {
         guard let id = flow.transactionID else { return }
         try end(
             id,
@@ -41,8 +40,8 @@ extension ServerStore {
     }
 
     /// Ends the pending transactions `profileID` was asked about that no other device can still answer.
-    func endTransactions(askedOf profileID: String, reason: String, now: Double, _ db: Database) throws {
-        let ids = try String.cachedFetchAll(
+    func endTransactions(askedOf profileID: String, reason: String, now: Double, _ db: any SQLSession) throws {
+        let ids = try String.fetchAll(
             db,
             sql: """
                 SELECT t.id FROM mobile_transactions t JOIN mobile_deliveries d ON d.transaction_id = t.id
@@ -63,9 +62,9 @@ extension ServerStore {
         reason: String?,
         now: Double,
         by profileID: String? = nil,
-        _ db: Database
+        _ db: any SQLSession
     ) throws {
-        try db.cachedExecute(
+        try db.execute(
             sql: """
                 UPDATE mobile_transactions SET status = ?, reason = ?, answered_at = ?, answered_by = ?,
                     callback_state = CASE WHEN callback_uri IS NULL THEN 'none' ELSE 'due' END, callback_next_at = ?
@@ -74,15 +73,18 @@ extension ServerStore {
             arguments: [status.rawValue, reason, now, profileID, now, id]
         )
         guard db.changesCount == 1 else { return }
-        try db.cachedExecute(sql: "UPDATE mobile_deliveries SET sealed = X'' WHERE transaction_id = ?", arguments: [id])
+        try db.execute(
+            sql: "UPDATE mobile_deliveries SET sealed = ? WHERE transaction_id = ?",
+            arguments: [Data(), id]
+        )
     }
 
     // MARK: - The portal's side
 
     func transactionResult(_ id: String, apiClient: String, now: Double) async throws -> PortalTransactionResult? {
-        try lookup { db in
+        try await lookup { db in
             guard
-                let row = try Row.cachedFetchOne(
+                let row = try SQLRow.fetchOne(
                     db,
                     sql: "SELECT * FROM mobile_transactions WHERE id = ? AND api_client = ?",
                     arguments: [id, apiClient]
@@ -124,21 +126,21 @@ extension ServerStore {
     /// Marks lapsed pending transactions expired, then returns the callbacks due by `now`.
     func dueCallbacks(now: Double) async throws -> [DueCallback] {
         try await write { db in
-            let lapsed = try String.cachedFetchAll(
+            let lapsed = try String.fetchAll(
                 db,
                 sql: "SELECT id FROM mobile_transactions WHERE status = 'pending' AND expires_at <= ?",
                 arguments: [now]
             )
             for id in lapsed { try self.end(id, status: .expired, reason: "expired", now: now, db) }
             // Ended transactions are kept 30 days for the portal to read, then forgotten.
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     DELETE FROM mobile_transactions
                     WHERE status != 'pending' AND answered_at < ? AND callback_state != 'due'
                     """,
                 arguments: [now - Self.endedTransactionLifetime]
             )
-            return try Row.cachedFetchAll(
+            return try SQLRow.fetchAll(
                 db,
                 sql: """
                     SELECT id, api_client, callback_uri, status, callback_attempts FROM mobile_transactions
@@ -162,7 +164,7 @@ extension ServerStore {
     func callbackTried(_ id: String, delivered: Bool, retryAt: Double?) async throws {
         try await write { db in
             let state = delivered ? "sent" : (retryAt == nil ? "failed" : "due")
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     UPDATE mobile_transactions SET callback_state = ?, callback_attempts = callback_attempts + 1,
                         callback_next_at = ? WHERE id = ?
@@ -174,14 +176,14 @@ extension ServerStore {
 
     /// The earliest moment a callback is due or a pending transaction lapses, if any.
     func nextCallbackWork() async throws -> Double? {
-        try lookup { db in
-            try Double.cachedFetchOne(
+        try await lookup { db in
+            try Double.fetchOne(
                 db,
                 sql: """
                     SELECT MIN(t) FROM (
                         SELECT MIN(callback_next_at) AS t FROM mobile_transactions WHERE callback_state = 'due'
                         UNION ALL SELECT MIN(expires_at) FROM mobile_transactions
-                            WHERE status = 'pending' AND callback_uri IS NOT NULL)
+                            WHERE status = 'pending' AND callback_uri IS NOT NULL) AS work
                     """
             )
         }

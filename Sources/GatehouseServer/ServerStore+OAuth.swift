@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 
@@ -19,7 +18,7 @@ extension ServerStore {
     ) async throws -> AccessTokenResponse {
         try await write { db in
             guard
-                let client = try Row.cachedFetchOne(
+                let client = try SQLRow.fetchOne(
                     db,
                     sql: "SELECT id, app_id FROM clients WHERE key_thumbprint = ?",
                     arguments: [proof.keyThumbprint]
@@ -34,7 +33,7 @@ extension ServerStore {
             let scope = try grant(client["app_id"], nil)
             try self.record(proof, db)
             let token = Data.random(count: 32).base64URLEncodedString
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     INSERT INTO client_tokens (hash, client_id, key_thumbprint, scope, issued_at, expires_at)
                     VALUES (?, ?, ?, ?, ?, ?)
@@ -58,7 +57,7 @@ extension ServerStore {
     ) async throws -> AccessTokenResponse {
         try await write { db in
             guard
-                let profile = try Row.cachedFetchOne(
+                let profile = try SQLRow.fetchOne(
                     db,
                     sql: """
                         SELECT profiles.key_thumbprint, profiles.scope, profiles.stateless, profiles.expires_at,
@@ -77,12 +76,12 @@ extension ServerStore {
             let scope = try grant(profile["app_id"], profile["scope"])
             try self.record(proof, db)
             let family = Data.random(count: 16).base64URLEncodedString
-            try db.cachedExecute(
+            try db.execute(
                 sql: "INSERT INTO families (id, profile_id) VALUES (?, ?)",
                 arguments: [family, profileID]
             )
             let token = Data.random(count: 32).base64URLEncodedString
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
                     VALUES (?, 'implicit', ?, ?, ?, ?, ?, ?)
@@ -97,7 +96,7 @@ extension ServerStore {
     }
 
     /// Whether a profile row (with `expires_at`) is still registered at `now`.
-    static func isCurrent(_ profile: Row, now: Double) -> Bool {
+    static func isCurrent(_ profile: SQLRow, now: Double) -> Bool {
         guard let expiresAt = profile["expires_at"] as Double? else { return true }
         return expiresAt > now
     }
@@ -105,19 +104,19 @@ extension ServerStore {
     /// What RFC 7662 introspection reports of `token` at `now`: an unexpired, unrevoked access
     /// token (user, implicit or device) of a current profile is active; anything else, refresh
     /// tokens included, is not.
-    func introspect(_ token: String, now: Double) throws -> IntrospectionResponse {
+    func introspect(_ token: String, now: Double) async throws -> IntrospectionResponse {
         let hash = Self.tokenHash(token)
         if let kept = activeTokens.answer(forHash: hash, now: now) { return kept }
         let version = activeTokens.version
-        let found = try lookup { db in try self.introspectionEntry(hash, now: now, db) }
+        let found = try await lookup { db in try self.introspectionEntry(hash, now: now, db) }
         guard let found else { return .inactive }
         activeTokens.keep(found, forHash: hash, readAt: version)
         return found.answer
     }
 
     /// The token's answer and what can end it, when it is active at `now`.
-    private func introspectionEntry(_ hash: Data, now: Double, _ db: Database) throws -> ActiveTokenCache.Entry? {
-        if let row = try Row.cachedFetchOne(
+    private func introspectionEntry(_ hash: Data, now: Double, _ db: any SQLSession) throws -> ActiveTokenCache.Entry? {
+        if let row = try SQLRow.fetchOne(
             db,
             sql: """
                 SELECT tokens.kind, tokens.scope, tokens.key_thumbprint, tokens.issued_at, tokens.expires_at,
@@ -156,7 +155,7 @@ extension ServerStore {
             )
         }
         guard
-            let row = try Row.cachedFetchOne(
+            let row = try SQLRow.fetchOne(
                 db,
                 sql: """
                     SELECT client_tokens.*, clients.app_id FROM client_tokens
@@ -185,11 +184,11 @@ extension ServerStore {
     }
 
     /// Revokes a device token presented with its own key; anything else changes nothing.
-    func revokeDeviceToken(hash: Data, keyThumbprint: String, _ db: Database) throws {
-        try db.cachedExecute(
-            sql: "UPDATE client_tokens SET revoked = 1 WHERE hash = ? AND key_thumbprint = ?",
+    func revokeDeviceToken(hash: Data, keyThumbprint: String, _ db: any SQLSession) throws {
+        try db.execute(
+            sql: "UPDATE client_tokens SET revoked = TRUE WHERE hash = ? AND key_thumbprint = ?",
             arguments: [hash, keyThumbprint]
         )
-        activeTokens.evictOnCommit(.token(hash: hash), db)
+        try activeTokens.evictOnCommit(.token(hash: hash), db)
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 
@@ -27,25 +26,25 @@ extension ServerStore {
         family: String?,
         grant: String? = nil,
         now: Double,
-        _ db: Database
+        _ db: any SQLSession
     ) throws -> TokenResponse {
         let familyID: String
         let generation: Int64
         if let family {
             familyID = family
             generation =
-                try Int64.cachedFetchOne(
+                try Int64.fetchOne(
                     db,
                     sql: "UPDATE families SET generation = generation + 1 WHERE id = ? RETURNING generation",
                     arguments: [family]
                 ) ?? 0
-            try db.cachedExecute(sql: "DELETE FROM tokens WHERE family = ?", arguments: [family])
-            activeTokens.evictOnCommit(.family(family), db)
+            try db.execute(sql: "DELETE FROM tokens WHERE family = ?", arguments: [family])
+            try activeTokens.evictOnCommit(.family(family), db)
         } else {
             familyID = Data.random(count: 16).base64URLEncodedString
             generation = 0
-            try db.cachedExecute(
-                sql: "INSERT INTO families (id, profile_id, grant) VALUES (?, ?, ?)",
+            try db.execute(
+                sql: #"INSERT INTO families (id, profile_id, "grant") VALUES (?, ?, ?)"#,
                 arguments: [familyID, profileID, grant]
             )
         }
@@ -54,7 +53,7 @@ extension ServerStore {
         for (token, kind, lifetime) in [
             (access, "access", tokenLifetimes.access), (refresh, "refresh", tokenLifetimes.refresh),
         ] {
-            try db.cachedExecute(
+            try db.execute(
                 sql: """
                     INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -75,9 +74,9 @@ extension ServerStore {
 
     /// A new session at the end of a flow: bound to the new profile key after a registration, to
     /// the profile's key otherwise.
-    func issueTokens(for flow: FlowRow, now: Double, _ db: Database) throws -> TokenResponse {
+    func issueTokens(for flow: FlowRow, now: Double, _ db: any SQLSession) throws -> TokenResponse {
         guard let profileID = flow.profileID,
-            let profile = try Row.cachedFetchOne(
+            let profile = try SQLRow.fetchOne(
                 db,
                 sql: "SELECT key_thumbprint, scope FROM profiles WHERE id = ?",
                 arguments: [profileID]
@@ -97,9 +96,14 @@ extension ServerStore {
     // MARK: - Using
 
     /// The session of a valid, unrevoked, unexpired access token presented with its own key.
-    func accessSession(_ token: String, keyThumbprint: String, now: Double, _ db: Database) throws -> AccessSession {
+    func accessSession(
+        _ token: String,
+        keyThumbprint: String,
+        now: Double,
+        _ db: any SQLSession
+    ) throws -> AccessSession {
         guard
-            let row = try Row.cachedFetchOne(
+            let row = try SQLRow.fetchOne(
                 db,
                 sql: """
                     SELECT tokens.*, families.revoked AS family_revoked, profiles.subject, profiles.identity_provider,
@@ -139,8 +143,8 @@ extension ServerStore {
     }
 
     /// Checks an access token without recording anything (the change that follows records).
-    func accessSession(_ token: String, keyThumbprint: String, now: Double) throws -> AccessSession {
-        try lookup { db in try self.accessSession(token, keyThumbprint: keyThumbprint, now: now, db) }
+    func accessSession(_ token: String, keyThumbprint: String, now: Double) async throws -> AccessSession {
+        try await lookup { db in try self.accessSession(token, keyThumbprint: keyThumbprint, now: now, db) }
     }
 
     enum RefreshOutcome: Sendable {
@@ -159,7 +163,7 @@ extension ServerStore {
         let presentedHash = Self.tokenHash(refreshToken)
         return try await write { db in
             guard
-                let family = try Row.cachedFetchOne(
+                let family = try SQLRow.fetchOne(
                     db,
                     sql: """
                         SELECT families.*, profiles.key_thumbprint, profiles.expires_at AS profile_expires_at
@@ -179,7 +183,7 @@ extension ServerStore {
                 return .reused(profileID: family["profile_id"])
             }
             guard presented.generation == current,
-                let row = try Row.cachedFetchOne(
+                let row = try SQLRow.fetchOne(
                     db,
                     sql: "SELECT * FROM tokens WHERE hash = ? AND kind = 'refresh'",
                     arguments: [presentedHash]
@@ -222,7 +226,7 @@ extension ServerStore {
         try await write { db in
             try self.record(proof, db)
             guard
-                let row = try Row.cachedFetchOne(
+                let row = try SQLRow.fetchOne(
                     db,
                     sql: "SELECT kind, family, key_thumbprint FROM tokens WHERE hash = ?",
                     arguments: [hash]
@@ -235,16 +239,16 @@ extension ServerStore {
             if row["kind"] == "refresh" {
                 try self.revokeFamily(row["family"], db)
             } else {
-                try db.cachedExecute(sql: "UPDATE tokens SET revoked = 1 WHERE hash = ?", arguments: [hash])
-                self.activeTokens.evictOnCommit(.token(hash: hash), db)
+                try db.execute(sql: "UPDATE tokens SET revoked = TRUE WHERE hash = ?", arguments: [hash])
+                try self.activeTokens.evictOnCommit(.token(hash: hash), db)
             }
         }
     }
 
-    private func revokeFamily(_ family: String, _ db: Database) throws {
-        try db.cachedExecute(sql: "UPDATE families SET revoked = 1 WHERE id = ?", arguments: [family])
-        try db.cachedExecute(sql: "UPDATE tokens SET revoked = 1 WHERE family = ?", arguments: [family])
-        activeTokens.evictOnCommit(.family(family), db)
+    private func revokeFamily(_ family: String, _ db: any SQLSession) throws {
+        try db.execute(sql: "UPDATE families SET revoked = TRUE WHERE id = ?", arguments: [family])
+        try db.execute(sql: "UPDATE tokens SET revoked = TRUE WHERE family = ?", arguments: [family])
+        try activeTokens.evictOnCommit(.family(family), db)
     }
 
     /// Deregisters a profile at its own request. Idempotent: a profile already gone is fine.
@@ -252,7 +256,7 @@ extension ServerStore {
     func deregister(_ profileID: String, proof: ProofUse) async throws -> Bool {
         try await write { db in
             guard
-                let key = try String.cachedFetchOne(
+                let key = try String.fetchOne(
                     db,
                     sql: "SELECT key_thumbprint FROM profiles WHERE id = ?",
                     arguments: [profileID]
@@ -274,7 +278,7 @@ extension ServerStore {
         try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             try self.record(proof, db)
-            return try String.cachedFetchAll(
+            return try String.fetchAll(
                 db,
                 sql: "SELECT authenticator FROM registrations WHERE profile_id = ? ORDER BY created_at",
                 arguments: [session.profileID]
@@ -291,7 +295,7 @@ extension ServerStore {
                 throw ServerError(AuthenticationError(.authenticatorNotRegistered))
             }
             try self.record(proof, db)
-            try db.cachedExecute(
+            try db.execute(
                 sql: "DELETE FROM registrations WHERE profile_id = ? AND authenticator = ?",
                 arguments: [session.profileID, authenticator]
             )

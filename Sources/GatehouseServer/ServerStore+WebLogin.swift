@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import GatehouseProtocol
 
 // App-to-web single sign-on: one-time login tokens and the browser sessions they open.
@@ -16,7 +15,7 @@ extension ServerStore {
     ) async throws -> String {
         try await write { db in
             let session = try self.accessSession(accessToken, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
-            let appID = try String.cachedFetchOne(
+            let appID = try String.fetchOne(
                 db,
                 sql:
                     "SELECT clients.app_id FROM profiles JOIN clients ON clients.id = profiles.client_id WHERE profiles.id = ?",
@@ -25,7 +24,7 @@ extension ServerStore {
             let target = try decide(appID)
             try self.record(proof, db)
             let token = Data.random(count: 32).base64URLEncodedString
-            try db.cachedExecute(
+            try db.execute(
                 sql: "INSERT INTO web_login_tokens (hash, profile_id, target, expires_at) VALUES (?, ?, ?, ?)",
                 arguments: [Self.tokenHash(token), session.profileID, target, proof.now + lifetime]
             )
@@ -44,14 +43,14 @@ extension ServerStore {
     )? {
         try await write { db in
             guard
-                let row = try Row.cachedFetchOne(
+                let row = try SQLRow.fetchOne(
                     db,
                     sql: "DELETE FROM web_login_tokens WHERE hash = ? RETURNING profile_id, target, expires_at",
                     arguments: [Self.tokenHash(token)]
                 ), (row["expires_at"] as Double) > now
             else { return nil }
             let session = Data.random(count: 32).base64URLEncodedString
-            try db.cachedExecute(
+            try db.execute(
                 sql: "INSERT INTO web_sessions (hash, profile_id, expires_at) VALUES (?, ?, ?)",
                 arguments: [Self.tokenHash(session), row["profile_id"] as String, now + sessionLifetime]
             )
@@ -61,8 +60,8 @@ extension ServerStore {
 
     /// The user of a live web session.
     func webSessionUser(_ session: String, now: Double) async throws -> (subject: String, identityProvider: String)? {
-        try lookup { db in
-            try Row.cachedFetchOne(
+        try await lookup { db in
+            try SQLRow.fetchOne(
                 db,
                 sql: """
                     SELECT profiles.subject, profiles.identity_provider FROM web_sessions

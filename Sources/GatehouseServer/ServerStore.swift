@@ -1,21 +1,20 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
+import Logging
 
-/// The token server's state in SQLite (WAL, `synchronous=FULL`), behind GRDB.
+/// The token server's state, in SQLite (one instance) or PostgreSQL (several instances sharing
+/// it), through a ``StorageEngine``.
 ///
 /// The one owner of the schema and of every write: each change is a named method that runs one
-/// transaction and keeps its invariants, and no SQL lives outside this type. Dates are stored as
-/// seconds since 1970 (REAL), tokens only as SHA-256 hashes.
+/// transaction and keeps its invariants, and no SQL lives outside this type. The SQL is written
+/// once, in what both engines understand. Dates are stored as seconds since 1970, tokens only as
+/// SHA-256 hashes.
 final class ServerStore: Sendable {
-    let pool: DatabasePool
-    /// Every change goes through it: changes that arrive together share a durable commit.
-    private let writer: GroupCommitWriter
+    let engine: any StorageEngine
     /// Active access tokens' introspection answers, kept exact by the changes that end them.
     let activeTokens = ActiveTokenCache()
-    private let checkpointer: WALCheckpointer
     let tokenLifetimes: TokenLifetimes
     /// Failures allowed per profile before it is deregistered; 0 means unlimited.
     let maxFailures: Int
@@ -29,311 +28,82 @@ final class ServerStore: Sendable {
         var refresh: Int
     }
 
+    /// What the store is made with, on either engine.
+    struct Settings: Sendable {
+        var tokenLifetimes: TokenLifetimes
+        var maxFailures: Int
+        /// Seconds a registration lasts, by application id (absent: for ever).
+        var registrationValidity: [String: Int] = [:]
+    }
+
     /// Seconds a registration lasts, by application id (absent: for ever).
     let registrationValidity: [String: Int]
     /// Authenticates refresh tokens: each names its family and generation, so a rotated one is
     /// recognised as such without a row kept for it (see ``RefreshToken``).
     let refreshTokenKey: SymmetricKey
+    /// The key of the DPoP nonces, the same on every instance.
+    let dpopNonceSecret: Data
 
-    init(
-        path: String,
-        tokenLifetimes: TokenLifetimes,
-        maxFailures: Int,
-        registrationValidity: [String: Int] = [:]
-    ) throws {
-        var configuration = Configuration()
-        configuration.label = "gatehouse.server"
-        configuration.busyMode = .timeout(10)
-        configuration.foreignKeysEnabled = true
-        // More readers than the threads that read (`lookup` holds one only while it runs).
-        configuration.maximumReaderCount = max(8, 2 * ProcessInfo.processInfo.activeProcessorCount)
-        configuration.prepareDatabase { db in
-            // Token lookups land on random pages of large indexes: a page cache of 16 MiB per
-            // connection (SQLite's default is 2 MiB) and reads through mmap keep them off the
-            // disk and out of read() copies once the table holds millions of rows.
-            try db.execute(sql: "PRAGMA cache_size = -16384")
-            try db.execute(sql: "PRAGMA mmap_size = 268435456")
+    private init(engine: any StorageEngine, settings: Settings, refreshTokenKey: Data, dpopNonceSecret: Data) {
+        self.engine = engine
+        tokenLifetimes = settings.tokenLifetimes
+        maxFailures = settings.maxFailures
+        registrationValidity = settings.registrationValidity
+        self.refreshTokenKey = SymmetricKey(data: refreshTokenKey)
+        self.dpopNonceSecret = dpopNonceSecret
+        engine.subscribe { [activeTokens] announcement in activeTokens.hear(announcement) }
+    }
+
+    /// A store in the SQLite file at `path`, opened on the caller's thread.
+    convenience init(sqlitePath path: String, settings: Settings) throws {
+        let engine = try SQLiteEngine(path: path)
+        let (refresh, nonce) = try engine.writeNow { db in
+            (try Self.secret("refresh-token", db), try Self.secret("dpop-nonce", db))
         }
-        // It holds the OPRF keys: readable by the server's user only.
-        try PrivateFiles.prepareDatabase(at: path)
-        pool = try DatabasePool(path: path, configuration: configuration)
-        // Opening in WAL mode sets synchronous=NORMAL on the writer; tokens and counters need FULL.
-        try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            // Checkpoints run beside the commits (WALCheckpointer), not inside one of them.
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-            // A log that grew under a burst is cut back when it starts again.
-            try db.execute(sql: "PRAGMA journal_size_limit = 33554432")
+        self.init(engine: engine, settings: settings, refreshTokenKey: refresh, dpopNonceSecret: nonce)
+    }
+
+    /// A store in `database`, migrated to this version's schema.
+    static func open(_ database: ServerDatabase, settings: Settings, logger: Logger) async throws -> ServerStore {
+        let engine: any StorageEngine
+        switch database {
+        case .sqlite(let path): return try ServerStore(sqlitePath: path, settings: settings)
+        case .postgres(let location): engine = try await PostgresEngine.open(location, logger: logger)
         }
-        try Self.migrator.migrate(pool)
-        writer = GroupCommitWriter(pool: pool)
-        checkpointer = try WALCheckpointer(
-            path: path,
-            commits: { [writer] in writer.committedGroups },
-            requestRestart: { [writer] in writer.requestCheckpoint() }
+        do {
+            let (refresh, nonce) = try await engine.write { db in
+                (try Self.secret("refresh-token", db), try Self.secret("dpop-nonce", db))
+            }
+            return ServerStore(engine: engine, settings: settings, refreshTokenKey: refresh, dpopNonceSecret: nonce)
+        } catch {
+            await engine.shutdown()
+            throw error
+        }
+    }
+
+    /// Runs `change` as one atomic, durable change and returns its result once it is durable.
+    /// On SQLite it shares its commit with the changes that arrive with it; on PostgreSQL it
+    /// runs serializable, and again from the start when it lost a race with another instance.
+    func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await engine.write(change)
+    }
+
+    /// Every read, as one read-only snapshot.
+    func lookup<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await engine.read(body)
+    }
+
+    /// The named secret, made (32 random bytes) the first time any instance asks for it.
+    private static func secret(_ name: String, _ db: any SQLSession) throws -> Data {
+        try db.execute(
+            sql: "INSERT INTO server_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+            arguments: [name, Data.random(count: 32)]
         )
-        self.tokenLifetimes = tokenLifetimes
-        self.maxFailures = maxFailures
-        self.registrationValidity = registrationValidity
-        refreshTokenKey = SymmetricKey(data: try Self.secret("refresh-token", in: pool))
+        guard
+            let value = try Data.fetchOne(db, sql: "SELECT value FROM server_secrets WHERE name = ?", arguments: [name])
+        else { throw ServerDatabaseError("The server secret \(name) could not be stored.") }
+        return value
     }
-
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.create(table: "clients") { table in
-                table.primaryKey("id", .text)
-                table.column("app_id", .text).notNull()
-                table.column("key_thumbprint", .text).notNull().unique()
-                table.column("created_at", .double).notNull()
-            }
-            try db.create(table: "profiles") { table in
-                table.primaryKey("id", .text)
-                table.column("client_id", .text).notNull().references("clients", onDelete: .cascade)
-                table.column("identity_provider", .text).notNull()
-                table.column("subject", .text).notNull()
-                table.column("scope", .text).notNull()
-                table.column("key_thumbprint", .text).notNull()
-                table.column("failures", .integer).notNull().defaults(to: 0)
-                table.column("created_at", .double).notNull()
-                table.uniqueKey(["client_id", "identity_provider", "subject"])
-            }
-            try db.create(table: "registrations") { table in
-                table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade)
-                table.column("authenticator", .text).notNull()
-                table.column("data", .blob).notNull()
-                table.column("created_at", .double).notNull()
-                table.primaryKey(["profile_id", "authenticator"])
-            }
-            try db.create(table: "flows") { table in
-                table.primaryKey("id", .text)
-                table.column("kind", .text).notNull()
-                table.column("client_id", .text).notNull().references("clients", onDelete: .cascade)
-                table.column("profile_id", .text)
-                table.column("stage", .text).notNull()
-                table.column("plugin", .text).notNull()
-                table.column("session", .blob)
-                table.column("attempt_reserved", .boolean).notNull().defaults(to: false)
-                table.column("identity_provider", .text)
-                table.column("scope", .text).notNull()
-                table.column("profile_key", .text)
-                table.column("subject", .text)
-                table.column("key_thumbprint", .text).notNull()
-                table.column("version", .integer).notNull().defaults(to: 0)
-                table.column("expires_at", .double).notNull().indexed()
-            }
-            try db.create(table: "families") { table in
-                table.primaryKey("id", .text)
-                table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade).indexed()
-                table.column("revoked", .boolean).notNull().defaults(to: false)
-            }
-            try db.create(table: "tokens") { table in
-                table.column("hash", .blob).primaryKey()
-                table.column("kind", .text).notNull()
-                table.column("family", .text).notNull().references("families", onDelete: .cascade).indexed()
-                table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade)
-                table.column("key_thumbprint", .text).notNull()
-                table.column("scope", .text).notNull()
-                table.column("expires_at", .double).notNull()
-                table.column("used_at", .double)
-                table.column("revoked", .boolean).notNull().defaults(to: false)
-            }
-            try db.create(table: "dpop_proofs") { table in
-                table.primaryKey("jti", .text)
-                table.column("expires_at", .double).notNull().indexed()
-            }
-        }
-        // Flows follow the kernel's FlowMachine: its whole state is one column. Flows are
-        // short-lived, so the old table is dropped rather than converted.
-        migrator.registerMigration("v2-flow-machine") { db in
-            try db.drop(table: "flows")
-            try db.create(table: "flows") { table in
-                table.primaryKey("id", .text)
-                table.column("client_id", .text).notNull().references("clients", onDelete: .cascade)
-                table.column("profile_id", .text).indexed()
-                table.column("identity_provider", .text)
-                table.column("subject", .text)
-                table.column("scope", .text).notNull()
-                table.column("profile_key", .text)
-                table.column("key_thumbprint", .text).notNull()
-                table.column("state", .blob).notNull()
-                // The state's attempt hold, kept apart so held attempts can be counted per profile.
-                table.column("attempt", .text).notNull().defaults(to: "none")
-                // When a held attempt lapses: a request that dies mid-way blocks nobody for long.
-                table.column("held_until", .double)
-                table.column("version", .integer).notNull().defaults(to: 0)
-                table.column("expires_at", .double).notNull().indexed()
-            }
-            try db.create(index: "flows_profile_attempt", on: "flows", columns: ["profile_id", "attempt"])
-        }
-        migrator.registerMigration("v3-mobile-auth") { db in
-            // A profile's mobile-auth enrolment: the device's HPKE key, the server's own for this
-            // enrolment, and where its pushes go. A disenrolled row stays so its device learns why.
-            try db.create(table: "mobile_enrolments") { table in
-                table.primaryKey("profile_id", .text).references("profiles", onDelete: .cascade)
-                // The user as the portal names them: a subject is unique per identity provider only.
-                table.column("identity_provider", .text).notNull()
-                table.column("subject", .text).notNull()
-                table.column("device_key", .blob).notNull()
-                table.column("server_key", .blob).notNull()
-                table.column("push_token", .text).unique()
-                table.column("platform", .text)
-                table.column("disenrolled", .boolean).notNull().defaults(to: false)
-                table.column("created_at", .double).notNull()
-            }
-            try db.create(
-                index: "mobile_enrolments_user",
-                on: "mobile_enrolments",
-                columns: ["identity_provider", "subject"]
-            )
-            // What the portal asked and what became of it. The secure message and the signing
-            // data are never here: they live only inside each delivery's sealed payload.
-            try db.create(table: "mobile_transactions") { table in
-                table.primaryKey("id", .text)
-                table.column("api_client", .text).notNull()
-                table.column("identity_provider", .text).notNull()
-                table.column("subject", .text).notNull()
-                table.column("type", .text).notNull()
-                table.column("method", .text).notNull()
-                table.column("message", .text).notNull()
-                table.column("number", .integer)
-                table.column("signing_data_hash", .blob)
-                table.column("callback_uri", .text)
-                // An outbox: `due` once the transaction ends with a callback to make, then `sent`
-                // or `failed`; a restarted server picks up what is still due.
-                table.column("callback_state", .text).notNull().defaults(to: "none").indexed()
-                table.column("callback_attempts", .integer).notNull().defaults(to: 0)
-                table.column("callback_next_at", .double)
-                table.column("status", .text).notNull()
-                table.column("reason", .text)
-                table.column("answered_by", .text)
-                table.column("authentication_method", .text)
-                table.column("signature", .blob)
-                table.column("user_public_key", .text)
-                table.column("signature_verified", .boolean)
-                table.column("created_at", .double).notNull()
-                table.column("expires_at", .double).notNull()
-                table.column("answered_at", .double)
-            }
-            try db.create(
-                index: "mobile_transactions_user",
-                on: "mobile_transactions",
-                columns: ["identity_provider", "subject", "type"]
-            )
-            // The outbox's sweeps: lapsed pending transactions, and ended ones past their keeping.
-            try db.create(
-                index: "mobile_transactions_expiry",
-                on: "mobile_transactions",
-                columns: ["status", "expires_at"]
-            )
-            try db.create(index: "mobile_transactions_answered", on: "mobile_transactions", columns: ["answered_at"])
-            // One sealed payload per asked device; `seq` orders the event channel.
-            try db.create(table: "mobile_deliveries") { table in
-                table.autoIncrementedPrimaryKey("seq")
-                table.column("transaction_id", .text).notNull().references("mobile_transactions", onDelete: .cascade)
-                table.column("profile_id", .text).notNull().indexed()
-                table.column("sealed", .blob).notNull()
-                table.column("nonce_hash", .blob).notNull()
-                table.uniqueKey(["transaction_id", "profile_id"])
-            }
-            try db.alter(table: "flows") { table in table.add(column: "transaction_id", .text) }
-        }
-        migrator.registerMigration("v4-oauth") { db in
-            // Secrets the server makes once and every instance shares (the DPoP nonce key).
-            try db.create(table: "server_secrets") { table in
-                table.primaryKey("name", .text)
-                table.column("value", .blob).notNull()
-            }
-            // Device tokens (client credentials): bound to an installation's key, no user.
-            try db.create(table: "client_tokens") { table in
-                table.column("hash", .blob).primaryKey()
-                table.column("client_id", .text).notNull().references("clients", onDelete: .cascade).indexed()
-                table.column("key_thumbprint", .text).notNull()
-                table.column("scope", .text).notNull()
-                table.column("issued_at", .double).notNull()
-                table.column("expires_at", .double).notNull().indexed()
-                table.column("revoked", .boolean).notNull().defaults(to: false)
-            }
-            try db.alter(table: "tokens") { table in table.add(column: "issued_at", .double) }
-            // The single-use credential a session came from (an authorization code's hash): its
-            // replay revokes exactly the families that carry it.
-            try db.alter(table: "families") { table in
-                table.add(column: "grant", .text)
-                // Refresh tokens rotate by generation: only the current one is stored.
-                table.add(column: "generation", .integer).notNull().defaults(to: 0)
-            }
-            try db.create(index: "families_grant", on: "families", columns: ["grant"])
-            // The sweep looks installations up by what hangs off them.
-            try db.create(index: "flows_client_id", on: "flows", columns: ["client_id"])
-            try db.alter(table: "flows") { table in
-                table.add(column: "stateless", .boolean).notNull().defaults(to: false)
-            }
-            try db.create(index: "tokens_expires_at", on: "tokens", columns: ["expires_at"])
-            try db.create(index: "tokens_profile_id", on: "tokens", columns: ["profile_id"])
-            // Profiles gain registration validity and stateless registrations. A stateless profile
-            // lives beside the user's stored one on the same installation, so the uniqueness of
-            // (installation, provider, subject) holds for stored profiles only: the table is
-            // rebuilt to move it into a partial index (foreign keys are off while migrating).
-            try db.create(table: "profiles_v4") { table in
-                table.primaryKey("id", .text)
-                table.column("client_id", .text).notNull().references("clients", onDelete: .cascade)
-                table.column("identity_provider", .text).notNull()
-                table.column("subject", .text).notNull()
-                table.column("scope", .text).notNull()
-                table.column("key_thumbprint", .text).notNull()
-                table.column("failures", .integer).notNull().defaults(to: 0)
-                table.column("created_at", .double).notNull()
-                // Registration validity: the profile ends then (NULL: never).
-                table.column("expires_at", .double).indexed()
-                // A stateless registration: its session lives in the app's memory only.
-                table.column("stateless", .boolean).notNull().defaults(to: false)
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO profiles_v4 (id, client_id, identity_provider, subject, scope, key_thumbprint, failures,
-                        created_at)
-                    SELECT id, client_id, identity_provider, subject, scope, key_thumbprint, failures, created_at
-                    FROM profiles
-                    """
-            )
-            try db.drop(table: "profiles")
-            try db.rename(table: "profiles_v4", to: "profiles")
-            try db.execute(
-                sql: """
-                    CREATE UNIQUE INDEX profiles_user ON profiles (client_id, identity_provider, subject)
-                    WHERE stateless = 0
-                    """
-            )
-            try db.create(index: "profiles_client_id", on: "profiles", columns: ["client_id"])
-            // App-to-web single sign-on: one-time login tokens for a target URL, and the browser
-            // sessions they open.
-            try db.create(table: "web_login_tokens") { table in
-                table.column("hash", .blob).primaryKey()
-                table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade).indexed()
-                table.column("target", .text).notNull()
-                table.column("expires_at", .double).notNull().indexed()
-            }
-            try db.create(table: "web_sessions") { table in
-                table.column("hash", .blob).primaryKey()
-                table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade).indexed()
-                table.column("expires_at", .double).notNull().indexed()
-            }
-        }
-        return migrator
-    }
-
-    /// Runs `change` as one atomic, durable change (sharing its commit with the changes that
-    /// arrive with it) and returns its result once it is durable.
-    func write<T: Sendable>(_ change: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await writer.write(change)
-    }
-
-    /// Every read, on the caller's thread: the store's reads are lookups of a few rows by key
-    /// that take microseconds, less than a hop to a reader's queue and back. All of them, not
-    /// only the hot ones: an asynchronous read keeps its connection until its task runs again,
-    /// so mixed with these (which block their thread while they wait for a connection) the
-    /// readers and the threads could all end up waiting on each other.
-    func lookup<T>(_ body: (Database) throws -> T) throws -> T { try pool.read(body) }
 
     // MARK: - DPoP proofs
 
@@ -345,35 +115,19 @@ final class ServerStore: Sendable {
         var now: Double
     }
 
-    /// The named secret, made (32 random bytes) the first time any instance asks for it.
-    func secret(_ name: String) throws -> Data { try Self.secret(name, in: pool) }
-
-    private static func secret(_ name: String, in pool: DatabasePool) throws -> Data {
-        try pool.write { db in
-            if let existing = try Data.cachedFetchOne(
-                db,
-                sql: "SELECT value FROM server_secrets WHERE name = ?",
-                arguments: [name]
-            ) {
-                return existing
-            }
-            let made = Data.random(count: 32)
-            try db.cachedExecute(
-                sql: "INSERT INTO server_secrets (name, value) VALUES (?, ?)",
-                arguments: [name, made]
-            )
-            return made
+    func record(_ proof: ProofUse, _ db: any SQLSession) throws {
+        // Spent proofs go as new ones come on SQLite, where changes run one at a time anyway. On
+        // PostgreSQL that range delete in every change would make concurrent changes conflict
+        // (serializable), so the sweep (``removeExpiredState``) takes them there.
+        if db.dialect == .sqlite {
+            try db.execute(sql: "DELETE FROM dpop_proofs WHERE expires_at < ?", arguments: [proof.now])
         }
-    }
-
-    func record(_ proof: ProofUse, _ db: Database) throws {
-        try db.cachedExecute(sql: "DELETE FROM dpop_proofs WHERE expires_at < ?", arguments: [proof.now])
         do {
-            try db.cachedExecute(
+            try db.execute(
                 sql: "INSERT INTO dpop_proofs (jti, expires_at) VALUES (?, ?)",
                 arguments: [proof.keyThumbprint + ":" + proof.jti, proof.now + 2 * DPoP.allowedClockSkew]
             )
-        } catch DatabaseError.SQLITE_CONSTRAINT_PRIMARYKEY {
+        } catch is UniqueConstraintViolation {
             throw ServerError.invalidProof("The DPoP proof was already used.")
         }
     }
@@ -389,7 +143,7 @@ final class ServerStore: Sendable {
     func registerClient(appID: String, proof: ProofUse) async throws -> String {
         try await write { db in
             try self.record(proof, db)
-            if let existing = try String.cachedFetchOne(
+            if let existing = try String.fetchOne(
                 db,
                 sql: "SELECT id FROM clients WHERE key_thumbprint = ?",
                 arguments: [proof.keyThumbprint]
@@ -397,7 +151,7 @@ final class ServerStore: Sendable {
                 return existing
             }
             let id = Data.random(count: 16).base64URLEncodedString
-            try db.cachedExecute(
+            try db.execute(
                 sql: "INSERT INTO clients (id, app_id, key_thumbprint, created_at) VALUES (?, ?, ?, ?)",
                 arguments: [id, appID, proof.keyThumbprint, proof.now]
             )
@@ -405,9 +159,9 @@ final class ServerStore: Sendable {
         }
     }
 
-    func client(_ id: String) throws -> Client? {
-        try lookup { db in
-            try Row.cachedFetchOne(db, sql: "SELECT app_id, key_thumbprint FROM clients WHERE id = ?", arguments: [id])
+    func client(_ id: String) async throws -> Client? {
+        try await lookup { db in
+            try SQLRow.fetchOne(db, sql: "SELECT app_id, key_thumbprint FROM clients WHERE id = ?", arguments: [id])
                 .map {
                     Client(appID: $0["app_id"], keyThumbprint: $0["key_thumbprint"])
                 }

@@ -26,7 +26,7 @@ extension TokenServer {
         guard let profileKey = body.profileKey.publicKey().map(PublicJWK.init) else {
             throw ServerError.invalidRequest("Invalid field profile_key: not a P-256 key.")
         }
-        guard let client = try store.client(body.clientID) else {
+        guard let client = try await store.client(body.clientID) else {
             throw ServerError(
                 401,
                 "invalid_client",
@@ -85,7 +85,7 @@ extension TokenServer {
         guard request.body.isEmpty || (try? decodeBody([String: String].self, request))?.isEmpty == true else {
             throw ServerError.invalidRequest("Changing the PIN takes no body.")
         }
-        let session = try store.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now)
+        let session = try await store.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now)
         let pin = pinAuthenticator.descriptor.id
         return try await startProfileFlow(session.profileID, .changePin(pin), .registered(pin), proof)
     }
@@ -103,7 +103,7 @@ extension TokenServer {
                 status: 409
             )
         }
-        let session = try store.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now)
+        let session = try await store.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now)
         let plan = FlowPlan.authenticatorRegistration(authenticator.descriptor.id, pin: pinAuthenticator.descriptor.id)
         return try await startProfileFlow(session.profileID, plan, .notRegistered(authenticator.descriptor.id), proof)
     }
@@ -148,7 +148,7 @@ extension TokenServer {
             throw ServerError.invalidRequest("Send either a message or an action.")
         }
         let proof = try proof(request)
-        let (loaded, registration, subject) = try store.flow(
+        let (loaded, registration, subject) = try await store.flow(
             id,
             keyThumbprint: proof.keyThumbprint,
             now: proof.now

@@ -143,7 +143,7 @@ extension TokenServer: TokenIntrospecting {
     /// What introspection reports of `token` now, for a resource server in the same process.
     public func introspect(_ token: String) async throws -> IntrospectionResponse {
         guard !token.isEmpty, token.utf8.count <= 512 else { return .inactive }
-        var answer = try store.introspect(token, now: now)
+        var answer = try await store.introspect(token, now: now)
         if answer.active { answer.iss = publicURL }
         return answer
     }

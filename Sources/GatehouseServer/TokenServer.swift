@@ -56,9 +56,9 @@ public final class TokenServer: Sendable {
         }
     }
 
-    /// A server for `manifest`'s plugins and `server` section, with its state at `databasePath`,
-    /// and `extensions` mounted under their path prefixes.
-    public init(
+    /// A server for `manifest`'s plugins and `server` section, with its state in the SQLite file
+    /// at `databasePath`, and `extensions` mounted under their path prefixes.
+    public convenience init(
         manifest: Manifest,
         registry: PluginRegistry,
         databasePath: String,
@@ -67,8 +67,80 @@ public final class TokenServer: Sendable {
         pushTransports: [PushPlatform: any PushTransport] = [:],
         metrics: (any MetricsFactory)? = nil
     ) throws {
+        let plan = try Self.plan(manifest, registry: registry, environment: environment)
+        let store = try ServerStore(sqlitePath: databasePath, settings: plan.storeSettings)
+        self.init(
+            plan: plan,
+            store: store,
+            manifest: manifest,
+            registry: registry,
+            environment: environment,
+            extensions: extensions,
+            pushTransports: pushTransports,
+            metrics: metrics
+        )
+    }
+
+    /// A server for `manifest`'s plugins and `server` section, with its state in `database`
+    /// (a SQLite file, or a PostgreSQL database several instances share), and `extensions`
+    /// mounted under their path prefixes. Call ``shutdown()`` when done with it.
+    public convenience init(
+        manifest: Manifest,
+        registry: PluginRegistry,
+        database: ServerDatabase,
+        environment: PluginEnvironment,
+        extensions: [any ServerExtension] = [],
+        pushTransports: [PushPlatform: any PushTransport] = [:],
+        metrics: (any MetricsFactory)? = nil
+    ) async throws {
+        let plan = try Self.plan(manifest, registry: registry, environment: environment)
+        let store = try await ServerStore.open(database, settings: plan.storeSettings, logger: environment.logger)
+        self.init(
+            plan: plan,
+            store: store,
+            manifest: manifest,
+            registry: registry,
+            environment: environment,
+            extensions: extensions,
+            pushTransports: pushTransports,
+            metrics: metrics
+        )
+    }
+
+    /// Closes the database connections (PostgreSQL); the server answers nothing after.
+    public func shutdown() async { await store.engine.shutdown() }
+
+    /// What the manifest asks of the server, checked before any state is opened.
+    private struct Plan {
+        var configuration: ServerConfiguration
+        var authenticators: [HostedAuthenticator]
+        var identityProviders: [HostedIdentityProvider]
+        var pinAuthenticator: HostedAuthenticator
+        var defaultIdentityProvider: HostedIdentityProvider
+        var registrationAuthenticators: [String]
+
+        var storeSettings: ServerStore.Settings {
+            ServerStore.Settings(
+                tokenLifetimes: .init(
+                    access: configuration.accessTokenLifetime,
+                    refresh: configuration.refreshTokenLifetime
+                ),
+                maxFailures: configuration.maxPinFailures,
+                registrationValidity: Dictionary(
+                    configuration.clients.compactMap { client in client.registrationValidity.map { (client.id, $0) } },
+                    uniquingKeysWith: { first, _ in first }
+                )
+            )
+        }
+    }
+
+    private static func plan(
+        _ manifest: Manifest,
+        registry: PluginRegistry,
+        environment: PluginEnvironment
+    ) throws -> Plan {
         let plugins = try registry.load(manifest, environment: environment, sides: .server)
-        configuration = try manifest.section("server", as: ServerConfiguration.self)
+        let configuration = try manifest.section("server", as: ServerConfiguration.self)
         let authenticators = plugins.authenticators.compactMap { loaded in
             loaded.verifier.map { HostedAuthenticator(descriptor: loaded.descriptor, kind: loaded.kind, verifier: $0) }
         }
@@ -84,13 +156,14 @@ public final class TokenServer: Sendable {
         guard let firstProvider = identityProviders.first else {
             throw problem("identityProviders", "at least one identity provider is required")
         }
+        let defaultProvider: HostedIdentityProvider
         if let name = configuration.defaultIdentityProvider {
             guard let provider = identityProviders.first(where: { $0.descriptor.id == name }) else {
                 throw problem("server.defaultIdentityProvider", "no identity provider has the id \"\(name)\"")
             }
-            defaultIdentityProvider = provider
+            defaultProvider = provider
         } else {
-            defaultIdentityProvider = firstProvider
+            defaultProvider = firstProvider
         }
         let enrolled = configuration.registrationAuthenticators ?? [pin.descriptor.id]
         for (index, id) in enrolled.enumerated() where !authenticators.contains(where: { $0.descriptor.id == id }) {
@@ -102,7 +175,6 @@ public final class TokenServer: Sendable {
                 "must start with the PIN authenticator \"\(pin.descriptor.id)\": every user has a PIN, enrolled first"
             )
         }
-        registrationAuthenticators = enrolled
         for (index, type) in (configuration.mobileAuth?.types ?? []).enumerated() {
             guard let id = type.authenticator else { continue }
             let wanted: AuthenticatorKind = type.method == .biometric ? .biometric : .custom
@@ -113,23 +185,34 @@ public final class TokenServer: Sendable {
                 )
             }
         }
-        pinAuthenticator = pin
-        self.identityProviders = identityProviders
-        self.authenticators = authenticators
-        let store = try ServerStore(
-            path: databasePath,
-            tokenLifetimes: .init(
-                access: configuration.accessTokenLifetime,
-                refresh: configuration.refreshTokenLifetime
-            ),
-            maxFailures: configuration.maxPinFailures,
-            registrationValidity: Dictionary(
-                configuration.clients.compactMap { client in client.registrationValidity.map { (client.id, $0) } },
-                uniquingKeysWith: { first, _ in first }
-            )
+        return Plan(
+            configuration: configuration,
+            authenticators: authenticators,
+            identityProviders: identityProviders,
+            pinAuthenticator: pin,
+            defaultIdentityProvider: defaultProvider,
+            registrationAuthenticators: enrolled
         )
+    }
+
+    private init(
+        plan: Plan,
+        store: ServerStore,
+        manifest: Manifest,
+        registry: PluginRegistry,
+        environment: PluginEnvironment,
+        extensions: [any ServerExtension],
+        pushTransports: [PushPlatform: any PushTransport],
+        metrics: (any MetricsFactory)?
+    ) {
+        configuration = plan.configuration
+        authenticators = plan.authenticators
+        identityProviders = plan.identityProviders
+        pinAuthenticator = plan.pinAuthenticator
+        defaultIdentityProvider = plan.defaultIdentityProvider
+        registrationAuthenticators = plan.registrationAuthenticators
         self.store = store
-        nonces = DPoPNonces(secret: try store.secret("dpop-nonce"))
+        nonces = DPoPNonces(secret: store.dpopNonceSecret)
         publishedConfiguration = Dictionary(
             manifest.entries.filter { $0.kind != .validator }.compactMap { entry in
                 let published = registry.publishedConfiguration(of: entry)

@@ -21,7 +21,13 @@ final class GroupCommitWriter: Sendable {
         var draining = false
     }
 
-    init(pool: DatabasePool) { self.pool = pool }
+    /// Where the changes' announcements go once their group has committed.
+    private let announce: @Sendable (String) -> Void
+
+    init(pool: DatabasePool, announce: @escaping @Sendable (String) -> Void) {
+        self.pool = pool
+        self.announce = announce
+    }
 
     /// Runs a passive checkpoint between the next two groups (see ``WALCheckpointer``).
     func requestCheckpoint() { checkpointRequested.store(true, ordering: .relaxed) }
@@ -30,7 +36,7 @@ final class GroupCommitWriter: Sendable {
     var committedGroups: Int { groups.load(ordering: .relaxed) }
 
     /// Runs `change` in the next group and returns its result once the group is durable.
-    func write<T: Sendable>(_ change: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             enqueue(PendingChange(change: change, continuation: continuation))
         }
@@ -64,7 +70,7 @@ final class GroupCommitWriter: Sendable {
                         for change in group {
                             // A change whose writes could not be undone must not be committed
                             // with the others: then nothing is.
-                            guard change.run(db) else { throw GroupCommitError.rollbackFailed }
+                            guard change.run(db, announce: announce) else { throw GroupCommitError.rollbackFailed }
                             // SQLite ends the transaction itself on some errors (a full disk):
                             // what ran before is gone too, so the whole group fails.
                             guard db.isInsideTransaction else { throw GroupCommitError.transactionEnded }
@@ -97,53 +103,62 @@ enum GroupCommitError: Error, CustomStringConvertible {
 private protocol GroupedChange: Sendable {
     /// Runs the change in a savepoint of its own; false when its writes could not be undone
     /// after it failed (the group must then fail).
-    func run(_ db: Database) -> Bool
+    func run(_ db: Database, announce: @escaping @Sendable (String) -> Void) -> Bool
     /// The group was committed (nil) or failed with an error (nothing of it is kept).
     func finish(committed error: (any Error)?)
 }
 
 private final class PendingChange<T: Sendable>: GroupedChange {
-    let change: @Sendable (Database) throws -> T
+    let change: @Sendable (any SQLSession) throws -> T
     let continuation: CheckedContinuation<T, any Error>
-    /// Set by `run` and read by `finish`, both on the writer's queue.
-    private let outcome = Mutex<Result<T, any Error>?>(nil)
+    /// Set by `run` and read by `finish`, both on the writer's queue: the change's result, and
+    /// what it asked to run once committed.
+    private let outcome = Mutex<(Result<T, any Error>, [@Sendable () -> Void])?>(nil)
 
-    init(change: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>) {
+    init(change: @escaping @Sendable (any SQLSession) throws -> T, continuation: CheckedContinuation<T, any Error>) {
         self.change = change
         self.continuation = continuation
     }
 
-    func run(_ db: Database) -> Bool {
+    func run(_ db: Database, announce: @escaping @Sendable (String) -> Void) -> Bool {
         // The savepoint by hand rather than GRDB's inSavepoint, which does not report a failed
         // ROLLBACK TO: here that failure fails the whole group.
         var result: Result<T, any Error>
         var undone = true
+        let session = SQLiteSession(db, announcements: announce)
         do {
-            try db.cachedExecute(sql: "SAVEPOINT change")
+            try session.execute(sql: "SAVEPOINT change")
         } catch {
-            outcome.withLock { $0 = .failure(error) }
+            outcome.withLock { $0 = (.failure(error), []) }
             return false
         }
         do {
-            let value = try change(db)
-            try db.cachedExecute(sql: "RELEASE SAVEPOINT change")
+            let value = try change(session)
+            try session.execute(sql: "RELEASE SAVEPOINT change")
             result = .success(value)
         } catch {
             result = .failure(error)
             do {
-                try db.cachedExecute(sql: "ROLLBACK TO SAVEPOINT change")
-                try db.cachedExecute(sql: "RELEASE SAVEPOINT change")
+                try session.execute(sql: "ROLLBACK TO SAVEPOINT change")
+                try session.execute(sql: "RELEASE SAVEPOINT change")
             } catch {
                 undone = false
             }
         }
-        outcome.withLock { $0 = result }
+        // A change rolled back to its savepoint committed nothing: its actions do not run.
+        var committedActions: [@Sendable () -> Void] = []
+        if case .success = result { committedActions = session.committedActions }
+        outcome.withLock { $0 = (result, committedActions) }
         return undone
     }
 
     func finish(committed error: (any Error)?) {
         if let error { return continuation.resume(throwing: error) }
-        let result = outcome.withLock { $0 } ?? .failure(GroupCommitError.transactionEnded)
+        guard let (result, actions) = outcome.withLock({ $0 }) else {
+            return continuation.resume(throwing: GroupCommitError.transactionEnded)
+        }
+        // Before the caller hears of the change: what it ended is forgotten first.
+        for action in actions { action() }
         continuation.resume(with: result)
     }
 }

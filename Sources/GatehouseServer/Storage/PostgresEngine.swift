@@ -1,0 +1,390 @@
+import Foundation
+import GatehouseProtocol
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+/// The store on PostgreSQL through postgres-nio: several server instances share one database.
+///
+/// The store's changes are synchronous closures (the same ones SQLite runs), so each runs on a
+/// thread of the engine's own pool, which owns one connection while it runs and waits for each
+/// statement's answer; the pool has as many threads as connections. Changes run `SERIALIZABLE`:
+/// whatever another instance commits meanwhile, each change sees the database as if it ran
+/// alone, exactly as behind SQLite's single writer. One that lost such a race (SQLSTATE 40001,
+/// or a deadlock, 40P01) is rolled back and runs again from the start, at most
+/// ``maximumAttempts`` times.
+///
+/// Announcements travel as `NOTIFY gatehouse` inside the change's transaction, so PostgreSQL
+/// delivers them when, and only if, it commits. Every instance listens on a connection of its
+/// own; when that connection is lost, subscribers hear ``Announcement/interrupted`` at once and
+/// ``Announcement/resumed`` once it listens again.
+final class PostgresEngine: StorageEngine {
+    let dialect = SQLDialect.postgres
+    /// Runs of a change before a serialization failure is given up on (503, try again).
+    static let maximumAttempts = 64
+    static let channel = "gatehouse"
+
+    private let configuration: PostgresConnection.Configuration
+    private let eventLoops: any EventLoopGroup
+    private let threads: NIOThreadPool
+    private let idle = Mutex<[PostgresConnection]>([])
+    private let logger: Logger
+    /// Tells this instance's own announcements from the others' (it hears them at commit).
+    private let instanceID = Data.random(count: 9).base64URLEncodedString
+    private let subscribers = AnnouncementSubscribers()
+    private let listening = Mutex<Task<Void, Never>?>(nil)
+    private let retries = Atomic<Int>(0)
+
+    private init(location: PostgresLocation, logger: Logger) throws {
+        var configuration = PostgresConnection.Configuration(
+            host: location.host,
+            port: location.port,
+            username: location.username,
+            password: location.password,
+            database: location.database,
+            tls: location.requireTLS ? .require(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable
+        )
+        configuration.options.connectTimeout = .seconds(10)
+        self.configuration = configuration
+        eventLoops = MultiThreadedEventLoopGroup.singleton
+        threads = NIOThreadPool(numberOfThreads: location.poolSize)
+        self.logger = logger
+    }
+
+    /// Connects, migrates the schema (once, whichever instance comes first) and starts listening.
+    static func open(_ location: PostgresLocation, logger: Logger) async throws -> PostgresEngine {
+        let engine = try PostgresEngine(location: location, logger: logger)
+        engine.threads.start()
+        do {
+            try await engine.threads.runIfActive { try engine.withConnection { try PostgresMigrations.apply(on: $0) } }
+            try await engine.startListening()
+        } catch {
+            await engine.shutdown()
+            throw error
+        }
+        return engine
+    }
+
+    /// Changes run again after losing a race with another transaction, since start-up.
+    var serializationRetries: Int { retries.load(ordering: .relaxed) }
+
+    func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await threads.runIfActive { [self] in
+            try withConnection { connection in
+                var attempt = 1
+                while true {
+                    let session = PostgresSession(
+                        connection,
+                        logger: logger,
+                        announcing: (instanceID, { [weak self] message in self?.hear(.message(message)) })
+                    )
+                    do {
+                        try session.execute(sql: "BEGIN ISOLATION LEVEL SERIALIZABLE")
+                        let value = try change(session)
+                        try session.execute(sql: "COMMIT")
+                        for action in session.committedActions { action() }
+                        return value
+                    } catch {
+                        try session.rollBack(after: error)
+                        guard PostgresSession.isSerializationFailure(error), attempt < Self.maximumAttempts else {
+                            throw PostgresSession.explained(error)
+                        }
+                        retries.add(1, ordering: .relaxed)
+                        // Rivals that collided start again at different moments.
+                        usleep(UInt32.random(in: 0...UInt32(min(attempt, 10) * 200)))
+                        attempt += 1
+                    }
+                }
+            }
+        }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await threads.runIfActive { [self] in
+            try withConnection { connection in
+                let session = PostgresSession(connection, logger: logger, announcing: nil)
+                do {
+                    // One snapshot for the whole lookup, as SQLite's reads have.
+                    try session.execute(sql: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    let value = try body(session)
+                    try session.execute(sql: "COMMIT")
+                    return value
+                } catch {
+                    try session.rollBack(after: error)
+                    throw PostgresSession.explained(error)
+                }
+            }
+        }
+    }
+
+    func subscribe(_ handler: @escaping @Sendable (Announcement) -> Void) { subscribers.add(handler) }
+
+    func shutdown() async {
+        listening.withLock { task in
+            task?.cancel()
+            task = nil
+        }
+        try? await threads.shutdownGracefully()
+        for connection in idle.withLock({ connections in
+            defer { connections = [] }
+            return connections
+        }) {
+            try? await connection.close()
+        }
+    }
+
+    // MARK: - Connections
+
+    /// Runs `body` with a connection of the pool's (opened when none is idle); on a pool thread.
+    private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        var connection = idle.withLock { $0.popLast() }
+        if let existing = connection, existing.isClosed { connection = nil }
+        let leased = try connection ?? connect()
+        do {
+            let value = try body(leased)
+            if !leased.isClosed { idle.withLock { $0.append(leased) } }
+            return value
+        } catch {
+            // A connection left inside a transaction (its ROLLBACK failed) is not handed on.
+            if !leased.isClosed, !((error as? PostgresSessionError)?.leftTransactionOpen ?? false) {
+                idle.withLock { $0.append(leased) }
+            } else {
+                leased.close().whenComplete { _ in }
+            }
+            throw error
+        }
+    }
+
+    private func connect() throws -> PostgresConnection {
+        do {
+            return try PostgresConnection.connect(
+                on: eventLoops.next(),
+                configuration: configuration,
+                id: Int.random(in: 0...Int(Int32.max)),
+                logger: logger
+            ).wait()
+        } catch {
+            throw PostgresSession.explained(error)
+        }
+    }
+
+    // MARK: - Announcements
+
+    private func hear(_ announcement: Announcement) { subscribers.hear(announcement) }
+
+    /// Listens on a connection of its own, reconnecting when it is lost; returns once the first
+    /// LISTEN is in place, so no change committed after start-up goes unheard.
+    private func startListening() async throws {
+        let (ready, readiness) = AsyncStream<Result<Void, any Error>>.makeStream()
+        let task = Task { [weak self, configuration, eventLoops, logger] in
+            var started = false
+            while !Task.isCancelled {
+                var connection: PostgresConnection?
+                var listened = false
+                do {
+                    let opened = try await PostgresConnection.connect(
+                        on: eventLoops.next(),
+                        configuration: configuration,
+                        id: 0,
+                        logger: logger
+                    )
+                    connection = opened
+                    try await opened.listen(on: Self.channel) { notifications in
+                        listened = true
+                        if started { self?.hear(.resumed) } else { readiness.yield(.success(())) }
+                        started = true
+                        for try await notification in notifications { self?.heard(notification.payload) }
+                    }
+                } catch {
+                    guard started else {
+                        readiness.yield(.failure(error))
+                        return
+                    }
+                    if listened {
+                        logger.warning(
+                            "Lost the database's announcements; listening again",
+                            metadata: ["error": "\(String(reflecting: PostgresSession.explained(error)))"]
+                        )
+                    }
+                }
+                try? await connection?.close()
+                if listened { self?.hear(.interrupted) }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        listening.withLock { $0 = task }
+        for await outcome in ready {
+            try outcome.get()
+            return
+        }
+    }
+
+    /// `<instance> <message>`: this instance's own were heard at commit already.
+    private func heard(_ payload: String) {
+        guard let space = payload.firstIndex(of: " ") else { return }
+        guard payload[..<space] != instanceID else { return }
+        hear(.message(String(payload[payload.index(after: space)...])))
+    }
+}
+
+/// A change or lookup's transaction on one connection, on the engine's pool thread.
+final class PostgresSession: SQLSession {
+    private let connection: PostgresConnection
+    private let logger: Logger
+    /// The instance's id and its own subscribers, in a change; nil in a lookup.
+    private let announcing: (instanceID: String, hearOwn: @Sendable (String) -> Void)?
+    private(set) var changesCount = 0
+    private(set) var committedActions: [@Sendable () -> Void] = []
+    var dialect: SQLDialect { .postgres }
+
+    init(
+        _ connection: PostgresConnection,
+        logger: Logger,
+        announcing: (instanceID: String, hearOwn: @Sendable (String) -> Void)?
+    ) {
+        self.connection = connection
+        self.logger = logger
+        self.announcing = announcing
+    }
+
+    func execute(sql: String, arguments: SQLArguments) throws {
+        _ = try run(sql, arguments)
+    }
+
+    func fetchAll(sql: String, arguments: SQLArguments) throws -> [SQLRow] {
+        let result = try run(sql, arguments)
+        return try result.rows.map { try Self.row($0) }
+    }
+
+    func fetchOne(sql: String, arguments: SQLArguments) throws -> SQLRow? {
+        let result = try run(sql, arguments)
+        return try result.rows.first.map { try Self.row($0) }
+    }
+
+    func afterCommit(_ action: @escaping @Sendable () -> Void) { committedActions.append(action) }
+
+    func announce(_ message: String) throws {
+        guard let announcing else { throw ServerDatabaseError("A read cannot announce a change.") }
+        try execute(
+            sql: "SELECT pg_notify(?, ?)",
+            arguments: [PostgresEngine.channel, announcing.instanceID + " " + message]
+        )
+        // This instance hears it at commit, before the change is acknowledged.
+        afterCommit { announcing.hearOwn(message) }
+    }
+
+    /// Ends the transaction after `error`; throws when the connection is left inside it.
+    func rollBack(after error: any Error) throws {
+        guard !connection.isClosed else { return }
+        do {
+            _ = try run("ROLLBACK", [])
+        } catch {
+            throw PostgresSessionError(
+                description: "A transaction could not be rolled back: \(String(reflecting: error))",
+                leftTransactionOpen: true
+            )
+        }
+    }
+
+    private func run(_ sql: String, _ arguments: SQLArguments) throws -> PostgresQueryResult {
+        var binds = PostgresBindings(capacity: arguments.values.count)
+        for value in arguments.values {
+            switch value {
+            case .null: binds.appendNull()
+            case .integer(let integer): binds.append(integer)
+            case .double(let double): binds.append(double)
+            case .text(let text): binds.append(text)
+            case .blob(let data): binds.append(ByteBuffer(bytes: data))
+            case .bool(let bool): binds.append(bool)
+            }
+        }
+        let query = PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: binds)
+        do {
+            let result = try connection.query(query, logger: logger).wait()
+            changesCount = result.metadata.rows ?? 0
+            return result
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            throw UniqueConstraintViolation(detail: error.serverInfo?[.message] ?? "unique_violation")
+        }
+    }
+
+    /// `?` becomes `$1`, `$2`, … outside quoted text and identifiers.
+    static func numberedPlaceholders(_ sql: String) -> String {
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 16)
+        var number = 0
+        var quote: Character?
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+                result.append(character)
+            } else if character == "'" || character == "\"" {
+                quote = character
+                result.append(character)
+            } else if character == "?" {
+                number += 1
+                result += "$\(number)"
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    private static func row(_ row: PostgresRow) throws -> SQLRow {
+        var columns: [String] = []
+        var values: [SQLValue] = []
+        columns.reserveCapacity(row.count)
+        values.reserveCapacity(row.count)
+        for cell in row {
+            columns.append(cell.columnName)
+            values.append(try value(cell))
+        }
+        return SQLRow(columns: columns, values: values)
+    }
+
+    private static func value(_ cell: PostgresCell) throws -> SQLValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .int8: return .integer(try cell.decode(Int64.self))
+        case .int4: return .integer(Int64(try cell.decode(Int32.self)))
+        case .int2: return .integer(Int64(try cell.decode(Int16.self)))
+        case .float8, .float4: return .double(try cell.decode(Double.self))
+        case .bool: return .bool(try cell.decode(Bool.self))
+        case .bytea:
+            let buffer = try cell.decode(ByteBuffer.self)
+            return .blob(Data(buffer.readableBytesView))
+        case .text, .varchar, .name, .bpchar: return .text(try cell.decode(String.self))
+        case .void: return .null
+        default:
+            throw ServerDatabaseError(
+                "Column \(cell.columnName) has a type the store does not read (\(cell.dataType))."
+            )
+        }
+    }
+
+    static func isSerializationFailure(_ error: any Error) -> Bool {
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        return state == "40001" || state == "40P01"
+    }
+
+    /// PSQLError's description says nothing, by design (it may carry data); the store's own
+    /// errors pass through, the database's become a description an operator can act on.
+    static func explained(_ error: any Error) -> any Error {
+        guard let error = error as? PSQLError else { return error }
+        if isSerializationFailure(error) {
+            return ServerError(503, "temporarily_unavailable", "The server is busy with this account; try again.")
+        }
+        let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+        let message = error.serverInfo?[.message] ?? "\(error.code)"
+        return PostgresSessionError(description: "PostgreSQL: \(message)\(state)", leftTransactionOpen: false)
+    }
+}
+
+struct PostgresSessionError: Error, CustomStringConvertible {
+    var description: String
+    var leftTransactionOpen: Bool
+}

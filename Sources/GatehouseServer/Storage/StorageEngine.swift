@@ -1,0 +1,131 @@
+import Foundation
+import Synchronization
+
+/// Where the token server keeps its state: a SQLite file for one instance, or a PostgreSQL
+/// database that several instances share.
+public enum ServerDatabase: Sendable, Equatable, CustomStringConvertible {
+    /// A SQLite database file; its folder must exist.
+    case sqlite(path: String)
+    /// A PostgreSQL database, shared by every instance that names it.
+    case postgres(PostgresLocation)
+
+    /// `postgres://…` or `postgresql://…` names a PostgreSQL database; anything else is a
+    /// SQLite file's path.
+    public init(_ text: String) throws {
+        if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            self = .postgres(try PostgresLocation(url: text))
+        } else {
+            self = .sqlite(path: text)
+        }
+    }
+
+    /// The file's path, or the URL without its password.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): path
+        case .postgres(let location): location.description
+        }
+    }
+}
+
+/// A PostgreSQL database and how to reach it, from a URL:
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require&pool=N]`.
+public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var username: String
+    public var password: String?
+    public var database: String
+    /// Whether the connection is encrypted (TLS, certificate verified). Off only when asked
+    /// (`sslmode=disable`), for a database on the same host or network namespace.
+    public var requireTLS: Bool
+    /// Connections each instance keeps: one per change or lookup running at once.
+    public var poolSize: Int
+
+    public init(url text: String) throws {
+        guard let components = URLComponents(string: text), let host = components.host, !host.isEmpty else {
+            throw ServerDatabaseError("\(Self.redacted(text)) is not a postgres://user@host/database URL")
+        }
+        guard let user = components.user, !user.isEmpty else {
+            throw ServerDatabaseError("\(Self.redacted(text)) names no user (postgres://USER@host/database)")
+        }
+        let name = String(components.path.drop(while: { $0 == "/" }))
+        guard !name.isEmpty, !name.contains("/") else {
+            throw ServerDatabaseError("\(Self.redacted(text)) names no database (postgres://user@host/DATABASE)")
+        }
+        self.host = host
+        port = components.port ?? 5432
+        username = user.removingPercentEncoding ?? user
+        password = components.password.map { $0.removingPercentEncoding ?? $0 }
+        database = name
+        requireTLS = true
+        poolSize = 16
+        for item in components.queryItems ?? [] {
+            switch (item.name, item.value) {
+            case ("sslmode", "disable"): requireTLS = false
+            case ("sslmode", "require"), ("sslmode", "verify-full"): requireTLS = true
+            case ("pool", let value?):
+                guard let size = Int(value), (1...512).contains(size) else {
+                    throw ServerDatabaseError("pool=\(value): the pool size is a number from 1 to 512")
+                }
+                poolSize = size
+            default:
+                throw ServerDatabaseError(
+                    "\(item.name)=\(item.value ?? ""): the URL takes sslmode=disable|require and pool=N only"
+                )
+            }
+        }
+    }
+
+    public var description: String {
+        "postgres://\(username)@\(host):\(port)/\(database)\(requireTLS ? "" : "?sslmode=disable")"
+    }
+
+    private static func redacted(_ text: String) -> String {
+        guard var components = URLComponents(string: text), components.password != nil else { return text }
+        components.password = "***"
+        return components.string ?? "the database URL"
+    }
+}
+
+public struct ServerDatabaseError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// What an instance hears of the announcements every instance makes when its changes commit.
+enum Announcement: Sendable, Equatable {
+    case message(String)
+    /// Announcements may have been missed (the listening connection was lost): whatever was
+    /// kept on their strength must be dropped, and nothing kept until ``resumed``.
+    case interrupted
+    /// Listening again; what was missed meanwhile is not known.
+    case resumed
+}
+
+/// The store's database: runs its changes and lookups, and carries announcements between the
+/// instances sharing it.
+protocol StorageEngine: Sendable {
+    var dialect: SQLDialect { get }
+    /// Runs `change` as one atomic, durable transaction and returns its result once durable.
+    /// The change may run more than once (a PostgreSQL serialization failure); only its last
+    /// run's `afterCommit` actions run.
+    func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
+    /// Runs `body` in a read-only snapshot.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
+    /// `handler` hears every announcement committed from now on, by any instance.
+    func subscribe(_ handler: @escaping @Sendable (Announcement) -> Void)
+    /// Closes the connections; nothing runs after.
+    func shutdown() async
+}
+
+/// Who hears an engine's announcements.
+final class AnnouncementSubscribers: Sendable {
+    private let handlers = Mutex<[@Sendable (Announcement) -> Void]>([])
+
+    func add(_ handler: @escaping @Sendable (Announcement) -> Void) { handlers.withLock { $0.append(handler) } }
+
+    func hear(_ announcement: Announcement) {
+        for handler in handlers.withLock({ $0 }) { handler(announcement) }
+    }
+}
