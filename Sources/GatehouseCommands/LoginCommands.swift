@@ -39,7 +39,10 @@ struct UserCommands: AsyncParsableCommand {
             guard
                 let login = try CommandSupport.login(
                     try CommandSupport.manifest(manifest.serverManifest),
-                    database: try ServeSettings.database(EnvironmentSettings().resolve(database, "database")),
+                    database: try ServeSettings.sqliteDatabase(
+                        EnvironmentSettings().resolve(database, "database"),
+                        for: "the hosted login"
+                    ),
                     environment: environment
                 )
             else { throw ValidationError("\(manifest.serverManifest) has no login section.") }

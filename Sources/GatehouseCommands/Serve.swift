@@ -28,7 +28,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The manifest (JSON or YAML) naming the plugins and the server settings.")
     var manifest: String?
 
-    @Option(help: "The SQLite database file; its folder must exist. Default: $XDG_DATA_HOME/gatehouse/server.sqlite.")
+    @Option(
+        help: """
+            The SQLite database file (its folder must exist), or a PostgreSQL database that several instances \
+            share: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable&pool=N&schema=NAME]. \
+            Default: $XDG_DATA_HOME/gatehouse/server.sqlite.
+            """
+    )
     var database: String?
 
     @Option(help: "The address to listen on (default 127.0.0.1).")
@@ -77,27 +83,34 @@ struct Serve: AsyncParsableCommand {
             // The XignIn manager is mounted when the manifest has an `xignin` section; its state
             // and outbox sit beside the server's database.
             var extensions: [any ServerExtension] = []
+            let beside = try Self.sqliteFolder(settings.database, for: loaded)
             // The hosted login is mounted when the manifest has a `login` section, and offered to
             // `idp.browser` as the service "gatehouse-login".
-            if let login = try CommandSupport.login(loaded, database: settings.database, environment: environment) {
+            if let beside, let login = try CommandSupport.login(loaded, database: beside, environment: environment) {
                 extensions.append(login)
                 environment.services[CommandSupport.loginService] = login
             }
-            if loaded.sections["xignin"] != nil {
-                let directory = URL(fileURLWithPath: settings.database).deletingLastPathComponent()
-                    .appendingPathComponent("xignin")
+            if let beside, loaded.sections["xignin"] != nil {
+                let directory = URL(fileURLWithPath: beside).deletingLastPathComponent().appendingPathComponent(
+                    "xignin"
+                )
                 let manager = try XignInManager(manifest: loaded, directory: directory, environment: environment)
                 extensions.append(manager)
                 xignin = manager
             }
-            server = try TokenServer(
+            server = try await TokenServer(
                 manifest: loaded,
                 registry: try CommandSupport.registry,
-                databasePath: settings.database,
+                database: settings.database,
                 environment: environment,
                 extensions: extensions,
                 metrics: settings.metrics ? PrometheusMetricsFactory(registry: registry) : nil
             )
+        } catch let error as ServerDatabaseError {
+            // The database may come back: a failure worth a service manager's restart.
+            created.remove()
+            _ = CommandSupport.fail(error)
+            throw ExitCode(69)
         } catch {
             created.remove()
             // A manifest that cannot be used is a configuration error (EX_CONFIG), not worth a
@@ -142,11 +155,32 @@ struct Serve: AsyncParsableCommand {
         configuration.maximumCancellationDuration = .seconds(2)
         do {
             try await ServiceGroup(configuration: configuration).run()
+            await server.shutdown()
         } catch {
+            await server.shutdown()
             guard !listening.happened else { throw error }
             // It never listened: nothing it created is worth keeping.
             created.remove()
             throw CommandSupport.usageError(Self.listenFailure(error, host: host, port: settings.port))
+        }
+    }
+
+    /// The SQLite file beside which the hosted login and XignIn keep their state; nil with
+    /// PostgreSQL, where a manifest that needs them is refused (their state is one instance's).
+    static func sqliteFolder(_ database: ServerDatabase, for manifest: Manifest) throws -> String? {
+        switch database {
+        case .sqlite(let path): return path
+        case .postgres:
+            for (section, component) in [("login", "the hosted login"), ("xignin", "the XignIn manager")]
+            where manifest.sections[section] != nil {
+                throw ManifestError(
+                    source: manifest.source,
+                    path: section,
+                    problem: "\(component) keeps its state in SQLite files, one instance's: it cannot run on a "
+                        + "PostgreSQL database shared by several instances; remove the section or use a SQLite database"
+                )
+            }
+            return nil
         }
     }
 
@@ -177,7 +211,12 @@ private final class Listening: Sendable {
 struct CreatedFiles {
     private let paths: [String]
 
-    init(database: String) {
+    init(database: ServerDatabase) {
+        // PostgreSQL's tables are created in the database, not beside it: nothing to take away.
+        guard case .sqlite(let database) = database else {
+            paths = []
+            return
+        }
         let folder = URL(fileURLWithPath: database).deletingLastPathComponent()
         let candidates =
             ["", "-wal", "-shm"].map { database + $0 } + [

@@ -9,7 +9,7 @@ import Logging
 /// never a silent fallback.
 struct ServeSettings {
     var manifest: String
-    var database: String
+    var database: ServerDatabase
     var host: String
     var port: Int
     var logLevel: Logger.Level
@@ -54,21 +54,41 @@ struct ServeSettings {
         database = try Self.database(environment.resolve(serve.database, "database"))
     }
 
-    /// An explicit path must be in a folder that exists (a typo must not create folders); the
-    /// default lives in the XDG data folder, created private.
-    static func database(_ path: String?) throws -> String {
-        guard let path else {
+    /// A `postgres://` URL, or a SQLite file: an explicit path must be in a folder that exists (a
+    /// typo must not create folders); the default lives in the XDG data folder, created private.
+    static func database(_ text: String?) throws -> ServerDatabase {
+        guard let text else {
             let folder = DataFolders.data.appendingPathComponent("gatehouse")
             try DataFolders.createPrivate(folder)
-            return folder.appendingPathComponent("server.sqlite").path
+            return .sqlite(path: folder.appendingPathComponent("server.sqlite").path)
         }
-        guard !path.isEmpty else { throw SettingError("the database path (--database or GATEHOUSE_DATABASE) is empty") }
+        guard !text.isEmpty else { throw SettingError("the database (--database or GATEHOUSE_DATABASE) is empty") }
+        let database: ServerDatabase
+        do {
+            database = try ServerDatabase(text)
+        } catch let error as ServerDatabaseError {
+            throw SettingError("--database: \(error.description)")
+        }
+        guard case .sqlite(let path) = database else { return database }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue else {
             throw SettingError("the database's folder \(folder.path) does not exist; create it first")
         }
-        return path
+        return database
+    }
+
+    /// The SQLite file beside which the hosted login and the XignIn manager keep their own state.
+    /// They are one instance's: with PostgreSQL (several instances) they are not offered.
+    static func sqliteDatabase(_ text: String?, for component: String) throws -> String {
+        switch try database(text) {
+        case .sqlite(let path): return path
+        case .postgres:
+            throw SettingError(
+                "\(component) keeps its state in SQLite files beside a SQLite database, one instance's: "
+                    + "it is not available with a PostgreSQL database"
+            )
+        }
     }
 
     func logger(_ label: String) -> Logger {

@@ -47,6 +47,10 @@ public struct EmbeddedTokenServer: TokenServerTransport {
         )
     }
 
+    /// An in-process transport to `server`, made elsewhere: for instance one on PostgreSQL, for
+    /// tests that run every flow against it without a socket.
+    public init(server: TokenServer) { self.server = server }
+
     /// Handles `request` in a task of its own, as a server would: cancelling the caller's task
     /// never stops a request half-way through its transactions.
     public func send(_ request: WireRequest) async throws -> WireResponse {

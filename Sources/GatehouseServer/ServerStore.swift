@@ -68,7 +68,12 @@ final class ServerStore: Sendable {
         let engine: any StorageEngine
         switch database {
         case .sqlite(let path): return try ServerStore(sqlitePath: path, settings: settings)
-        case .postgres(let location): engine = try await PostgresEngine.open(location, logger: logger)
+        case .postgres(let location):
+            do {
+                engine = try await PostgresEngine.open(location, logger: logger)
+            } catch {
+                throw ServerDatabaseError("Cannot open \(location): \(PostgresSession.explained(error))")
+            }
         }
         do {
             let (refresh, nonce) = try await engine.write { db in

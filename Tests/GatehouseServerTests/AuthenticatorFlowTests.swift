@@ -1,12 +1,13 @@
 import BiometricAuthenticator
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
 import GatehouseTesting
 import Synchronization
 import Testing
+
+@testable import GatehouseServer
 
 /// Registers Jane and logs her in with the PIN.
 func registeredAndLoggedIn(_ client: UserClient) async throws -> UserProfile {
@@ -24,10 +25,8 @@ func add(_ authenticator: String, to client: UserClient, data: String? = nil) as
     )
 }
 
-func failures(_ fixture: Fixture) throws -> Int? {
-    try DatabaseQueue(path: fixture.serverDatabase).read { db in
-        try Int.fetchOne(db, sql: "SELECT failures FROM profiles")
-    }
+func failures(_ fixture: Fixture) async throws -> Int? {
+    try await fixture.read { db in try Int.fetchOne(db, sql: "SELECT failures FROM profiles") }
 }
 
 @Suite("Authenticators in every flow", .serialized)
@@ -50,7 +49,7 @@ struct AuthenticatorFlowTests {
             #expect(await script.receivedKinds == ["pin", "customAuthenticatorRegistration"])
             #expect(try await client.authenticators(.registered, for: profile).map(\.id) == ["pin", "totp"])
             #expect(try await client.preferredAuthenticator(for: profile).id == "pin")
-            #expect(try fixture.count("registrations") == 2)
+            #expect(try await fixture.count("registrations") == 2)
 
             // Both logins must fall in one 30-second step: near a step's end, wait for the next.
             let intoStep = Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 30)
@@ -97,7 +96,7 @@ struct AuthenticatorFlowTests {
             let info = try await client.authenticateUser(profile, authenticator: "scripted", delegate: retry)
             #expect(info == CustomInfo(status: 2000, data: "status 2000"))
             #expect(await retry.received.last?.error?.details.customInfo?.status == 4000)
-            #expect(try failures(fixture) == 0)
+            #expect(try await failures(fixture) == 0)
 
             // 4002: the server forgets it and the flow falls back to the PIN, whose challenge
             // carries the custom authenticator's info; this device forgets it too.
@@ -111,7 +110,7 @@ struct AuthenticatorFlowTests {
             #expect(fallback.error?.codeName == "authenticatorDeregistered")
             #expect(fallback.error?.details.customInfo == CustomInfo(status: 4002, data: "status 4002"))
             #expect(try await client.authenticators(.registered, for: profile).map(\.id) == ["pin"])
-            #expect(try fixture.count("registrations") == 1)
+            #expect(try await fixture.count("registrations") == 1)
 
             // 5000: the same, and the failure counts.
             try await add("scripted", to: client)
@@ -121,7 +120,7 @@ struct AuthenticatorFlowTests {
                 try await client.authenticateUser(profile, authenticator: "scripted", delegate: failed)
             }
             #expect(await failed.receivedKinds == ["customAuthenticator", "pin"])
-            #expect(try failures(fixture) == 1)
+            #expect(try await failures(fixture) == 1)
             #expect(try await client.authenticators(.registered, for: profile).map(\.id) == ["pin"])
         }
     }
@@ -146,8 +145,8 @@ struct AuthenticatorFlowTests {
                     delegate: ScriptedResponder([.cancel])
                 )
             }
-            #expect(try failures(fixture) == 0)
-            #expect(try fixture.count("flows") == 0)
+            #expect(try await failures(fixture) == 0)
+            #expect(try await fixture.count("flows") == 0)
         }
     }
 
@@ -164,13 +163,13 @@ struct AuthenticatorFlowTests {
             await #expect(throws: GenericError.self) {
                 try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("000111"), .cancel]))
             }
-            #expect(try failures(fixture) == 1)
+            #expect(try await failures(fixture) == 1)
             fixture.script.answer(4000)
             let custom = ScriptedResponder([.customAuthenticator(.data("x")), .cancel])
             await #expect(throws: GenericError.self) {
                 try await client.authenticateUser(profile, authenticator: "scripted", delegate: custom)
             }
-            #expect(try failures(fixture) == 2)
+            #expect(try await failures(fixture) == 2)
             #expect(await custom.received.last?.error?.details.remainingFailureCount == 1)
             await fixture.sensor.enqueue(.noMatch)
             do {
@@ -184,7 +183,7 @@ struct AuthenticatorFlowTests {
                 #expect(error.code == .userDeregistered)
             }
             #expect(try await client.userProfiles().isEmpty)
-            #expect(try fixture.count("profiles") == 0)
+            #expect(try await fixture.count("profiles") == 0)
         }
     }
 
@@ -204,16 +203,7 @@ struct AuthenticatorFlowTests {
             let checkedBefore = fixture.script.checked
             let exchangesBefore = fixture.transport.recorded.count
             // Record every value the failure counter takes.
-            let watch = try DatabaseQueue(path: fixture.serverDatabase)
-            try await watch.write { db in
-                try db.execute(sql: "CREATE TABLE counter_seen (failures INTEGER NOT NULL)")
-                try db.execute(
-                    sql: """
-                        CREATE TRIGGER counter_watch AFTER UPDATE OF failures ON profiles
-                        BEGIN INSERT INTO counter_seen VALUES (NEW.failures); END
-                        """
-                )
-            }
+            try await fixture.watchFailures()
             let outcomes = await withTaskGroup(of: String.self) { group in
                 for index in 0..<64 {
                     group.addTask {
@@ -256,12 +246,9 @@ struct AuthenticatorFlowTests {
             // Secrets tested (PIN evaluations released, custom answers checked) never exceed the
             // maximum; failed scans are reported, not tested, and count on the same counter.
             #expect(evaluations.count + customChecks <= 5, "\(evaluations.count) PIN + \(customChecks) custom")
-            let highest = try await watch.read { db in
-                try Int.fetchOne(db, sql: "SELECT MAX(failures) FROM counter_seen")
-            }
-            #expect(highest == 5)
+            #expect(try await fixture.highestFailureSeen() == 5)
             #expect(outcomes.contains("userDeregistered"))
-            #expect(try fixture.count("profiles") == 0)
+            #expect(try await fixture.count("profiles") == 0)
         }
     }
 
@@ -293,12 +280,12 @@ struct AuthenticatorFlowTests {
             await #expect(throws: GenericError.self) {
                 try await client.deregisterAuthenticator("scripted", delegate: confirm)
             }
-            #expect(try fixture.count("registrations") == 2)
+            #expect(try await fixture.count("registrations") == 2)
             try await client.deregisterAuthenticator(
                 "scripted",
                 delegate: ScriptedResponder([.customAuthenticatorDeregistration(.proceed)])
             )
-            #expect(try fixture.count("registrations") == 1)
+            #expect(try await fixture.count("registrations") == 1)
             #expect(try await client.preferredAuthenticator(for: profile).id == "pin")
             let afterwards = ScriptedResponder([.pin("258147")])
             try await client.authenticateUser(profile, delegate: afterwards)

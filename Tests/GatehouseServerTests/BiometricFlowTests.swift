@@ -40,7 +40,7 @@ struct BiometricFlowTests {
                     delegate: ScriptedResponder([.biometric(.cancel)])
                 )
             }
-            #expect(try failures(fixture) == 0)
+            #expect(try await failures(fixture) == 0)
 
             // A failed scan counts on the one counter; the challenge comes again with the error.
             await fixture.sensor.enqueue(.noMatch)
@@ -49,13 +49,13 @@ struct BiometricFlowTests {
                 try await client.authenticateUser(profile, authenticator: "face", delegate: retry)
             }
             #expect(await retry.received.last?.error?.codeName == "biometricAuthenticatorFailure")
-            #expect(try failures(fixture) == 1)
+            #expect(try await failures(fixture) == 1)
             try await client.authenticateUser(
                 profile,
                 authenticator: "face",
                 delegate: ScriptedResponder([.biometric(.defaultPrompt)])
             )
-            #expect(try failures(fixture) == 0)
+            #expect(try await failures(fixture) == 0)
 
             // Lockout: the server forgets it, the PIN takes over with the reason, the device forgets it.
             await fixture.sensor.enqueue(.lockout)
@@ -67,7 +67,7 @@ struct BiometricFlowTests {
             }
             #expect(pin.error?.codeName == "authenticatorDeregistered")
             #expect(try await client.authenticators(.registered, for: profile).map(\.id) == ["pin"])
-            #expect(try fixture.count("registrations") == 1)
+            #expect(try await fixture.count("registrations") == 1)
             await fixture.sensor.resetLockout()
 
             // A key the OS invalidated (biometrics changed) ends the same way.

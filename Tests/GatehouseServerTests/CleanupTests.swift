@@ -18,12 +18,12 @@ struct CleanupTests {
             _ = try await register(client)
             for _ in 0..<3 { try await client.refreshSession() }
             // A session holds one access and one refresh token whatever its rotations.
-            #expect(try fixture.count("tokens") == 2)
+            #expect(try await fixture.count("tokens") == 2)
             let profile = try #require(try await client.userProfiles().first)
             try await client.authenticateUserImplicitly(profile)
             try await client.authenticateDevice()
-            #expect(try fixture.count("tokens") == 3)
-            #expect(try fixture.count("client_tokens") == 1)
+            #expect(try await fixture.count("tokens") == 3)
+            #expect(try await fixture.count("client_tokens") == 1)
 
             // Past the access tokens' 300 s: they go, and the implicit token's family with it;
             // the refresh token stays, and the session still refreshes.
@@ -36,21 +36,21 @@ struct CleanupTests {
             await client.logout()
             let second = try await server.removeExpiredState()
             #expect(second.families == 1)
-            #expect(try fixture.count("tokens") == 0)
-            #expect(try fixture.count("families") == 0)
+            #expect(try await fixture.count("tokens") == 0)
+            #expect(try await fixture.count("families") == 0)
 
             // Past test-app's registrationValidity (an hour) the profile ends.
             clock.advance(by: 3600)
             #expect(try await server.removeExpiredState().profiles == 1)
-            #expect(try fixture.count("profiles") == 0)
-            #expect(try fixture.count("clients") == 1)
+            #expect(try await fixture.count("profiles") == 0)
+            #expect(try await fixture.count("clients") == 1)
 
             // An installation with nothing left goes after 30 days; the SDK registers its key again.
             clock.advance(by: 30 * 86400)
             #expect(try await server.removeExpiredState().installations == 1)
-            #expect(try fixture.count("clients") == 0)
+            #expect(try await fixture.count("clients") == 0)
             try await client.authenticateDevice()
-            #expect(try fixture.count("clients") == 1)
+            #expect(try await fixture.count("clients") == 1)
             #expect(try await server.removeExpiredState().total == 0)
         }
     }

@@ -1,12 +1,10 @@
 import BiometricAuthenticator
 import CustomAPIIdentityProvider
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehousePlugins
 import GatehouseProtocol
-import GatehouseServer
 import GatehouseTesting
 import GatehouseYAML
 import Hummingbird
@@ -15,6 +13,20 @@ import ServiceLifecycle
 import Synchronization
 import TOTPAuthenticator
 import Testing
+
+@testable import GatehouseServer
+
+/// Where the tests' servers keep their state: SQLite (the default), or PostgreSQL when
+/// `GATEHOUSE_TEST_DATABASE=postgres` (a private cluster, a fresh schema per test); `scripts/test`
+/// runs the server tests both ways.
+enum TestDatabase: String {
+    case sqlite
+    case postgres
+
+    static let current =
+        TestDatabase(rawValue: ProcessInfo.processInfo.environment["GATEHOUSE_TEST_DATABASE"] ?? "")
+        ?? .sqlite
+}
 
 /// How the tests reach the server: in-process, or over HTTP on a loopback port.
 enum Mode: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -140,6 +152,8 @@ extension PluginRegistry {
 
 struct Fixture {
     let directory: URL
+    /// The server the transport reaches.
+    let server: TokenServer
     let script: StatusScript
     /// The devices' simulated biometric sensor.
     let sensor = SimulatedBiometricSensor()
@@ -155,7 +169,53 @@ struct Fixture {
     static let portalSecret = "portal-secret-0123456789"
     static let gatewaySecret = "gateway-secret-0123456789"
 
+    /// The server's SQLite file (when the tests run on SQLite).
     var serverDatabase: String { directory.appendingPathComponent("server/server.sqlite").path }
+
+    /// The server's database engine's dialect.
+    var dialect: SQLDialect { server.store.engine.dialect }
+
+    /// Reads the server's database behind its back (either engine).
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await server.store.lookup(body)
+    }
+
+    /// Changes the server's database behind its back (either engine): no cache hears of it.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await server.store.engine.write(body)
+    }
+
+    /// Records every value the profiles' failure counter takes from now on (``highestFailureSeen()``).
+    func watchFailures() async throws {
+        let statements =
+            dialect == .sqlite
+            ? [
+                "CREATE TABLE counter_seen (failures INTEGER NOT NULL)",
+                """
+                CREATE TRIGGER counter_watch AFTER UPDATE OF failures ON profiles
+                BEGIN INSERT INTO counter_seen VALUES (NEW.failures); END
+                """,
+            ]
+            : [
+                "CREATE TABLE counter_seen (failures BIGINT NOT NULL)",
+                """
+                CREATE FUNCTION counter_watch() RETURNS trigger LANGUAGE plpgsql
+                AS $$ BEGIN INSERT INTO counter_seen VALUES (NEW.failures); RETURN NEW; END $$
+                """,
+                """
+                CREATE TRIGGER counter_watch AFTER UPDATE OF failures ON profiles
+                FOR EACH ROW EXECUTE FUNCTION counter_watch()
+                """,
+            ]
+        try await write { db in
+            for statement in statements { try db.execute(sql: statement) }
+        }
+    }
+
+    /// The highest value the failure counter took since ``watchFailures()``.
+    func highestFailureSeen() async throws -> Int? {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT MAX(failures) FROM counter_seen") }
+    }
 
     static func manifestText(
         maxPinFailures: Int,
@@ -242,23 +302,51 @@ struct Fixture {
     }
 
     /// Every row of every table but the DPoP replay cache, to compare before and after a request.
-    func snapshot() throws -> String {
-        let queue = try DatabaseQueue(path: serverDatabase)
-        return try queue.read { db in
+    func snapshot() async throws -> String {
+        try await snapshot(of: ["clients", "profiles", "registrations", "flows", "families", "tokens"])
+    }
+
+    /// Every row of `tables`, in storage order.
+    func snapshot(of tables: [String]) async throws -> String {
+        try await read { db in
             var text = ""
-            for table in ["clients", "profiles", "registrations", "flows", "families", "tokens"] {
-                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid") {
-                    text += "\(table): \(row)\n"
-                }
+            for table in tables {
+                let rows = try SQLRow.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY \(db.dialect.rowIdentifier)")
+                for row in rows { text += "\(table): \(zip(row.columns, row.values).map { "\($0)=\($1)" })\n" }
             }
             return text
         }
     }
 
-    func count(_ table: String) throws -> Int {
-        try DatabaseQueue(path: serverDatabase).read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+    /// Every value of every table of the server's PostgreSQL schema, end to end: text as UTF-8,
+    /// binary as it is.
+    func storedValues() async throws -> Data {
+        try await read { db in
+            var contents = Data()
+            let tables = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT CAST(table_name AS TEXT) FROM information_schema.tables
+                    WHERE table_schema = current_schema() AND table_name <> 'gatehouse_migrations'
+                    """
+            )
+            for table in tables {
+                for row in try SQLRow.fetchAll(db, sql: "SELECT * FROM \(table)") {
+                    for value in row.values {
+                        switch value {
+                        case .text(let text): contents += Data(text.utf8)
+                        case .blob(let data): contents += data
+                        default: contents += Data("\(value)".utf8)
+                        }
+                    }
+                }
+            }
+            return contents
         }
+    }
+
+    func count(_ table: String) async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 }
     }
 
     /// Sends a raw request, bypassing the SDK.
@@ -306,51 +394,79 @@ func withFixture(
     let environment = PluginEnvironment(logger: serverLog.logger, clock: clock, services: ["codes": FixedCodeAPI()])
     let script = StatusScript()
     let pushes = InProcessPushTransport()
-    let embedded = try EmbeddedTokenServer(
-        directory: directory.appendingPathComponent("server"),
-        manifest: manifest,
-        registry: try PluginRegistry.testing(script),
-        environment: environment,
-        pushTransports: [.apns: pushes]
-    )
-    switch mode {
-    case .embedded:
-        try await body(
-            Fixture(
-                directory: directory,
-                script: script,
-                transport: RecordingTransport(embedded),
+    let registry = try PluginRegistry.testing(script)
+    let embedded: EmbeddedTokenServer
+    var schema: String?
+    switch TestDatabase.current {
+    case .sqlite:
+        embedded = try EmbeddedTokenServer(
+            directory: directory.appendingPathComponent("server"),
+            manifest: manifest,
+            registry: registry,
+            environment: environment,
+            pushTransports: [.apns: pushes]
+        )
+    case .postgres:
+        let cluster = try PostgresTestCluster.shared()
+        let made = try cluster.makeSchema()
+        schema = made
+        try PrivateFiles.createFolder(directory.appendingPathComponent("server"))
+        embedded = EmbeddedTokenServer(
+            server: try await TokenServer(
                 manifest: manifest,
-                serverLog: serverLog,
-                clientLog: clientLog,
-                pushes: pushes,
-                clock: clock
+                registry: registry,
+                database: try ServerDatabase(cluster.url(schema: made)),
+                environment: environment,
+                pushTransports: [.apns: pushes]
             )
         )
+    }
+    let fixture = { (transport: any TokenServerTransport) in
+        Fixture(
+            directory: directory,
+            server: embedded.server,
+            script: script,
+            transport: RecordingTransport(transport),
+            manifest: manifest,
+            serverLog: serverLog,
+            clientLog: clientLog,
+            pushes: pushes,
+            clock: clock
+        )
+    }
+    do {
+        try await serve(embedded, mode, logger: serverLog.logger) { transport in try await body(fixture(transport)) }
+    } catch {
+        await embedded.server.shutdown()
+        if let schema { try? PostgresTestCluster.shared().dropSchema(schema) }
+        throw error
+    }
+    await embedded.server.shutdown()
+    if let schema { try PostgresTestCluster.shared().dropSchema(schema) }
+}
+
+/// Runs `body` with a transport to `embedded`'s server: itself, or HTTP on a loopback port.
+private func serve(
+    _ embedded: EmbeddedTokenServer,
+    _ mode: Mode,
+    logger: Logger,
+    _ body: (any TokenServerTransport) async throws -> Void
+) async throws {
+    switch mode {
+    case .embedded:
+        try await body(embedded)
     case .http:
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let application = HTTPTokenServer.application(server: embedded.server, port: 0, logger: serverLog.logger) {
-            port in
+        let application = HTTPTokenServer.application(server: embedded.server, port: 0, logger: logger) { port in
             continuation.yield(port)
         }
-        let group = ServiceGroup(configuration: .init(services: [application], logger: serverLog.logger))
+        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw GenericError(.serverNotReachable) }
             do {
-                try await body(
-                    Fixture(
-                        directory: directory,
-                        script: script,
-                        transport: RecordingTransport(HTTPTransport(baseURL: "http://127.0.0.1:\(port)")),
-                        manifest: manifest,
-                        serverLog: serverLog,
-                        clientLog: clientLog,
-                        pushes: pushes,
-                        clock: clock
-                    )
-                )
+                try await body(HTTPTransport(baseURL: "http://127.0.0.1:\(port)"))
             } catch {
                 await group.triggerGracefulShutdown()
                 throw error

@@ -91,9 +91,9 @@ struct FlowTests {
             // Deregistration removes the profile on both sides.
             try await client.deregisterUser(registration.profile)
             #expect(try await client.userProfiles().isEmpty)
-            #expect(try fixture.count("profiles") == 0)
-            #expect(try fixture.count("tokens") == 0)
-            #expect(try fixture.count("registrations") == 0)
+            #expect(try await fixture.count("profiles") == 0)
+            #expect(try await fixture.count("tokens") == 0)
+            #expect(try await fixture.count("registrations") == 0)
         }
     }
 
@@ -105,7 +105,7 @@ struct FlowTests {
             let second = try await register(client, pin: "914736")
             #expect(first == second)
             #expect(try await client.userProfiles() == [first])
-            #expect(try fixture.count("profiles") == 1)
+            #expect(try await fixture.count("profiles") == 1)
             // The new PIN is the one that works.
             try await client.authenticateUser(first, delegate: ScriptedResponder([.pin("914736")]))
             let other = try await register(client, email: "joe@example.com")
@@ -132,8 +132,8 @@ struct FlowTests {
             }
             #expect(remaining == [3, 2, 1])
             #expect(try await client.userProfiles().isEmpty)
-            #expect(try fixture.count("profiles") == 0)
-            #expect(try fixture.count("tokens") == 0)
+            #expect(try await fixture.count("profiles") == 0)
+            #expect(try await fixture.count("tokens") == 0)
             do {
                 try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("258147")]))
                 Issue.record("a deregistered profile authenticated")
@@ -159,7 +159,7 @@ struct FlowTests {
                 #expect(error.code == .localDeregistration)
             }
             #expect(try await client.userProfiles().isEmpty)
-            #expect(try fixture.count("profiles") == 1)
+            #expect(try await fixture.count("profiles") == 1)
         }
     }
 

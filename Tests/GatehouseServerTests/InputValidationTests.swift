@@ -30,7 +30,7 @@ struct InputValidationTests {
             #expect(start.status == 200)
             let flow = try WireCoding.decode(FlowResponse.self, from: start.body)
 
-            let before = try fixture.snapshot()
+            let before = try await fixture.snapshot()
             let oversized =
                 Data(#"{"pad": ""#.utf8) + Data(repeating: UInt8(ascii: "a"), count: 4100) + Data(#""}"#.utf8)
             let wrongTypes: [String: String] = [
@@ -64,7 +64,7 @@ struct InputValidationTests {
                     #expect(error?.errorDescription.isEmpty == false)
                 }
             }
-            #expect(try fixture.snapshot() == before)
+            #expect(try await fixture.snapshot() == before)
         }
     }
 

@@ -6,6 +6,8 @@ import GatehouseTesting
 import Synchronization
 import Testing
 
+@testable import GatehouseServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -70,8 +72,15 @@ struct KeyStoreTests {
             _ = try await register(client)
             let server = URL(fileURLWithPath: fixture.serverDatabase)
             let device = fixture.directory.appendingPathComponent("device")
-            for (path, expected) in [
-                (server.path, 0o600), (server.path + "-wal", 0o600), (server.deletingLastPathComponent().path, 0o700),
+            // The server's own files exist on SQLite only (PostgreSQL keeps its data itself).
+            let serverFiles =
+                fixture.dialect == .sqlite
+                ? [
+                    (server.path, 0o600), (server.path + "-wal", 0o600),
+                    (server.deletingLastPathComponent().path, 0o700),
+                ]
+                : []
+            for (path, expected) in serverFiles + [
                 (device.path, 0o700), (device.appendingPathComponent("client.key").path, 0o600),
                 (device.appendingPathComponent("client.sqlite").path, 0o600),
             ] {

@@ -1,10 +1,8 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
-import GatehouseServer
 import GatehouseTesting
 import HTTPTypes
 import Hummingbird
@@ -12,6 +10,8 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 import Testing
+
+@testable import GatehouseServer
 
 @Suite("Mobile authentication: delivery, enrolment, portal API", .serialized)
 struct MobileAuthDeliveryTests {
@@ -205,7 +205,7 @@ struct MobileAuthDeliveryTests {
             _ = try await enrolledDevice(fixture)
             let portal = Portal(fixture: fixture)
             let kept = try await portal.started("login")
-            let before = try fixture.snapshotMobileAuth()
+            let before = try await fixture.snapshotMobileAuth()
             func refusal(
                 _ request: PortalMobileAuthRequest,
                 as portal: Portal = Portal(fixture: fixture)
@@ -274,7 +274,7 @@ struct MobileAuthDeliveryTests {
                 headers: ["Authorization": portal.authorization, "Content-Type": "application/jsonx"]
             )
             #expect(notJSON.status == 415)
-            #expect(try fixture.snapshotMobileAuth() == before)
+            #expect(try await fixture.snapshotMobileAuth() == before)
 
             // 155 characters are fine; another API client cannot read this client's transaction.
             _ = try await portal.started("login", message: String(repeating: "é", count: 155))
@@ -348,7 +348,7 @@ struct MobileAuthDeliveryTests {
                 // The outbox records the delivery just after the portal answered.
                 #expect(
                     await eventually {
-                        let row = try transactionRow(fixture, started.transactionID)
+                        let row = try await transactionRow(fixture, started.transactionID)
                         return row?["callback_state"] == "sent" && row?["callback_attempts"] == 2
                     }
                 )

@@ -1,12 +1,12 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
-import GatehouseServer
 import GatehouseTesting
 import Testing
+
+@testable import GatehouseServer
 
 @Suite("Mobile authentication under attack", .serialized)
 struct MobileAuthSecurityTests {
@@ -44,7 +44,7 @@ struct MobileAuthSecurityTests {
             #expect(try WireCoding.decode(ErrorBody.self, from: replayed.body).gatehouseCode == 9029)
 
             // The first answer's sealed box sent for the second transaction: bound to the first.
-            let before = try fixture.snapshotMobileAuth()
+            let before = try await fixture.snapshotMobileAuth()
             var moved = WireRequest(
                 method: "POST",
                 path: Endpoint.mobileAuthAnswer(second.transactionID, profile: profile.id),
@@ -61,7 +61,7 @@ struct MobileAuthSecurityTests {
             )
             let crossed = try await fixture.transport.send(moved)
             #expect(crossed.status == 400, "\(String(decoding: crossed.body, as: UTF8.self))")
-            #expect(try fixture.snapshotMobileAuth() == before)
+            #expect(try await fixture.snapshotMobileAuth() == before)
             #expect(try await portal.result(second.transactionID).status == .pending)
 
             // Another device (its own key) asks for this profile's payload, pending list, channel.
@@ -84,7 +84,7 @@ struct MobileAuthSecurityTests {
                 #expect(response.status == 400, "\(path)")  // RFC 9449 §5: no access token, so 400
                 #expect(!String(decoding: response.body, as: UTF8.self).contains("sealed"))
             }
-            #expect(try fixture.snapshotMobileAuth() == before)
+            #expect(try await fixture.snapshotMobileAuth() == before)
         }
     }
 
@@ -121,7 +121,7 @@ struct MobileAuthSecurityTests {
             let approved = results.filter { if case .approved = $0 { true } else { false } }
             #expect(approved.count == 1)
             #expect(results.count == 8)
-            let row = try #require(try transactionRow(fixture, started.transactionID))
+            let row = try #require(try await transactionRow(fixture, started.transactionID))
             #expect(row["status"] as String == "approved")
         }
     }
@@ -134,9 +134,7 @@ struct MobileAuthSecurityTests {
             let started = try await portal.started("login")
             let request = try pending(client, from: lastPush(fixture))
             // Age the transaction in the database rather than wait a minute.
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(5)  // the server writes too
-            try await DatabaseQueue(path: fixture.serverDatabase, configuration: configuration).write { db in
+            try await fixture.write { db in
                 try db.execute(
                     sql: "UPDATE mobile_transactions SET expires_at = ? WHERE id = ?",
                     arguments: [Date().timeIntervalSince1970 - 1, started.transactionID]
@@ -203,15 +201,7 @@ struct MobileAuthSecurityTests {
 
 extension Fixture {
     /// The mobile-auth tables, to compare before and after a refused request.
-    func snapshotMobileAuth() throws -> String {
-        try DatabaseQueue(path: serverDatabase).read { db in
-            var text = ""
-            for table in ["mobile_enrolments", "mobile_transactions", "mobile_deliveries", "flows", "profiles"] {
-                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid") {
-                    text += "\(table): \(row)\n"
-                }
-            }
-            return text
-        }
+    func snapshotMobileAuth() async throws -> String {
+        try await snapshot(of: ["mobile_enrolments", "mobile_transactions", "mobile_deliveries", "flows", "profiles"])
     }
 }

@@ -1,11 +1,11 @@
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
-import GatehouseServer
 import GatehouseTesting
 import Testing
+
+@testable import GatehouseServer
 
 /// What the portal of the tests sends and reads, through the raw wire (it is no SDK user).
 struct Portal {
@@ -85,8 +85,8 @@ func pending(_ client: UserClient, from push: PushNotification?) throws -> Pendi
     return try #require(client.pendingMobileAuthRequest(fromUserInfo: payload))
 }
 
-func transactionRow(_ fixture: Fixture, _ id: String) throws -> Row? {
-    try DatabaseQueue(path: fixture.serverDatabase).read { db in
-        try Row.fetchOne(db, sql: "SELECT * FROM mobile_transactions WHERE id = ?", arguments: [id])
+func transactionRow(_ fixture: Fixture, _ id: String) async throws -> SQLRow? {
+    try await fixture.read { db in
+        try SQLRow.fetchOne(db, sql: "SELECT * FROM mobile_transactions WHERE id = ?", arguments: [id])
     }
 }

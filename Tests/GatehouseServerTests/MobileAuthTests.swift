@@ -1,12 +1,12 @@
 import BiometricAuthenticator
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
-import GatehouseServer
 import GatehouseTesting
 import Testing
+
+@testable import GatehouseServer
 
 @Suite("Mobile authentication with push", .serialized)
 struct MobileAuthTests {
@@ -185,7 +185,7 @@ struct MobileAuthTests {
             #expect(approved.signatureVerified == true)
             #expect(approved.signature != nil)
             #expect(approved.userPublicKey != nil)
-            #expect(try failures(fixture) == 0)
+            #expect(try await failures(fixture) == 0)
 
             // Cancelling the PIN challenge denies the request and counts nothing.
             let cancelled = try await portal.started("payment", message: "Pay €5?", signingData: "pay 5 EUR")
@@ -200,7 +200,7 @@ struct MobileAuthTests {
             #expect(error.code == .actionCancelled)
             #expect(try await portal.result(cancelled.transactionID).status == .denied)
             #expect(try await portal.result(cancelled.transactionID).reason == "not_accepted")
-            #expect(try failures(fixture) == 0)
+            #expect(try await failures(fixture) == 0)
 
             // Wrong PINs here deregister the user exactly as at login.
             let last = try await portal.started("payment", message: "Pay €9?", signingData: "pay 9 EUR")
@@ -214,7 +214,7 @@ struct MobileAuthTests {
                 return
             }
             #expect(deregistered.code == .userDeregistered)
-            #expect(try fixture.count("profiles") == 0)
+            #expect(try await fixture.count("profiles") == 0)
             #expect(try await client.userProfiles().isEmpty)
             let ended = try await portal.result(last.transactionID)
             #expect(ended.status == .denied)

@@ -1,12 +1,12 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
-import GatehouseServer
 import GatehouseTesting
 import Testing
+
+@testable import GatehouseServer
 
 /// `POST /v1/introspect` as a resource server sends it.
 private func introspect(
@@ -90,9 +90,8 @@ struct OAuthGrantTests {
             let first = try #require(await client.sessionTokens)
             #expect(try await introspect(fixture, first.accessToken).answer?.scope == "read")
             // Changed behind the server's back, the row is not what answers: the kept answer is.
-            let database = try DatabaseQueue(path: fixture.serverDatabase)
             let hash = Data(SHA256.hash(data: Data(first.accessToken.utf8)))
-            try await database.write { db in
+            try await fixture.write { db in
                 try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
             }
             #expect(try await introspect(fixture, first.accessToken).answer?.scope == "read")
@@ -194,7 +193,7 @@ struct OAuthGrantTests {
             let unknown = try await stranger.token("grant_type=client_credentials")
             #expect(unknown.status == 401)
             #expect(try errorBody(unknown).error == "invalid_client")
-            #expect(try fixture.count("client_tokens") == 1)
+            #expect(try await fixture.count("client_tokens") == 1)
         }
     }
 }

@@ -323,7 +323,7 @@ struct OAuthTests {
             let error = try errorBody(refused)
             #expect(error.error == "invalid_client_metadata")
             #expect(error.gatehouseCode == GenericError.Code.configurationInvalid.rawValue)
-            #expect(try fixture.count("clients") == 0)
+            #expect(try await fixture.count("clients") == 0)
             // The SDK reports a configuration problem and keeps what it has.
             let misconfigured = try fixture.client("misconfigured", appID: "no-such-app")
             do {

@@ -1,11 +1,12 @@
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
 import GatehouseTesting
 import Synchronization
 import Testing
+
+@testable import GatehouseServer
 
 @Suite("A PIN change whose answer is lost")
 struct PinChangeRecoveryTests {
@@ -17,7 +18,7 @@ struct PinChangeRecoveryTests {
         try await withFixture(mode) { fixture in
             let client = try fixture.client()
             let profile = try await register(client)
-            let original = try pinRegistration(fixture, profile.id)
+            let original = try await pinRegistration(fixture, profile.id)
 
             // The commit of the new PIN reaches the server; its answer does not reach the device.
             fixture.transport.losesAnswer.withLock { $0 = { isPinCommit($0) } }
@@ -25,11 +26,11 @@ struct PinChangeRecoveryTests {
                 try await client.changePin(delegate: ScriptedResponder([.pin("258147"), .createPin("914736")]))
             }
             fixture.transport.losesAnswer.withLock { $0 = nil }
-            #expect(try pinRegistration(fixture, profile.id) != original)
+            #expect(try await pinRegistration(fixture, profile.id) != original)
 
             // The device still holds the old key: the old PIN works, and the change is undone.
             try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("258147")]))
-            #expect(try pinRegistration(fixture, profile.id) == original)
+            #expect(try await pinRegistration(fixture, profile.id) == original)
             await client.logout()
             let new = ScriptedResponder([.pin("914736")])
             await #expect(throws: (any Error).self) { try await client.authenticateUser(profile, delegate: new) }
@@ -44,9 +45,9 @@ struct PinChangeRecoveryTests {
             let client = try fixture.client()
             let profile = try await register(client)
             try await client.changePin(delegate: ScriptedResponder([.pin("258147"), .createPin("914736")]))
-            #expect(try pinRegistration(fixture, profile.id).keepsPrevious)
+            #expect(try await pinRegistration(fixture, profile.id).keepsPrevious)
             try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("914736")]))
-            #expect(!(try pinRegistration(fixture, profile.id).keepsPrevious))
+            #expect(!(try await pinRegistration(fixture, profile.id).keepsPrevious))
             // The old PIN does not work, before or after.
             await client.logout()
             let old = ScriptedResponder([.pin("258147")])
@@ -57,8 +58,8 @@ struct PinChangeRecoveryTests {
 }
 
 /// The server's PIN registration of `profile`: its keys, and whether it keeps a replaced one.
-private func pinRegistration(_ fixture: Fixture, _ profile: String) throws -> PinKeys {
-    let data = try DatabaseQueue(path: fixture.serverDatabase).read { db in
+private func pinRegistration(_ fixture: Fixture, _ profile: String) async throws -> PinKeys {
+    let data = try await fixture.read { db in
         try Data.fetchOne(
             db,
             sql: "SELECT data FROM registrations WHERE profile_id = ? AND authenticator = 'pin'",

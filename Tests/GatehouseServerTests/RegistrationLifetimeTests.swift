@@ -35,7 +35,7 @@ struct RegistrationLifetimeTests {
             }
             // The device forgot the profile, as the server did.
             #expect(try await client.userProfiles().isEmpty)
-            #expect(try fixture.count("profiles") == 0)
+            #expect(try await fixture.count("profiles") == 0)
 
             let again = try await register(client)
             clock.advance(by: 3000)
@@ -63,7 +63,7 @@ struct RegistrationLifetimeTests {
             #expect(try await client.fetchProfileResource().subject == "jane@example.com")
             try await client.refreshSession()
             #expect(try await client.userProfiles() == [stored])
-            #expect(try fixture.count("registrations") == 1)  // the stored profile's PIN only
+            #expect(try await fixture.count("registrations") == 1)  // the stored profile's PIN only
 
             do {
                 try await client.enrollForMobileAuth()

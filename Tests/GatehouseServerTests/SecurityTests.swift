@@ -1,12 +1,13 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
 import GatehouseTesting
 import Synchronization
 import Testing
+
+@testable import GatehouseServer
 
 /// Whether `data` holds `pin` as text or as digit values.
 private func holds(_ data: Data, pin: String) -> Bool {
@@ -53,8 +54,14 @@ struct SecurityTests {
             try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("914736")]))
 
             let stored = files(in: fixture.directory)
-            #expect(stored.contains { $0.lastPathComponent == "server.sqlite" })
             #expect(stored.contains { $0.lastPathComponent == "client.sqlite" })
+            if fixture.dialect == .sqlite {
+                #expect(stored.contains { $0.lastPathComponent == "server.sqlite" })
+            } else {
+                let contents = try await fixture.storedValues()
+                #expect(contents.count > 1000)
+                for pin in pins { #expect(!holds(contents, pin: pin), "\(pin) found in the PostgreSQL database") }
+            }
             for file in stored {
                 let data = try Data(contentsOf: file)
                 for pin in pins { #expect(!holds(data, pin: pin), "\(pin) found in \(file.lastPathComponent)") }
@@ -77,16 +84,7 @@ struct SecurityTests {
             let owner = try fixture.client()
             let profile = try await register(owner)
             // Record every value the failure counter takes.
-            let database = try DatabaseQueue(path: fixture.serverDatabase)
-            try await database.write { db in
-                try db.execute(sql: "CREATE TABLE counter_seen (failures INTEGER NOT NULL)")
-                try db.execute(
-                    sql: """
-                        CREATE TRIGGER counter_watch AFTER UPDATE OF failures ON profiles
-                        BEGIN INSERT INTO counter_seen VALUES (NEW.failures); END
-                        """
-                )
-            }
+            try await fixture.watchFailures()
             // 20 app instances on the same device data, each trying one wrong PIN at the same time.
             let clients = try (0..<20).map { _ in try fixture.client() }
             let registrationExchanges = fixture.transport.recorded.count
@@ -106,10 +104,7 @@ struct SecurityTests {
                 return await group.reduce(into: [String]()) { $0.append($1) }
             }
             #expect(!outcomes.contains("authenticated"))
-            let highest = try await database.read { db in
-                try Int.fetchOne(db, sql: "SELECT MAX(failures) FROM counter_seen")
-            }
-            #expect(highest == 5)
+            #expect(try await fixture.highestFailureSeen() == 5)
             // Exactly five evaluations were released to clients: one per allowed attempt.
             let released = fixture.transport.recorded.dropFirst(registrationExchanges).filter { request, response in
                 pinOperation(request) == "evaluate" && response.status == 200
@@ -126,7 +121,7 @@ struct SecurityTests {
                 "\(outcomes)"
             )
             #expect(outcomes.contains("userDeregistered"))
-            #expect(try fixture.count("profiles") == 0)
+            #expect(try await fixture.count("profiles") == 0)
         }
     }
 
@@ -137,7 +132,7 @@ struct SecurityTests {
             let profile = try await register(client)
             try await client.authenticateUser(profile, delegate: ScriptedResponder([.pin("258147")]))
             let prove = try #require(fixture.transport.recorded.last { pinOperation($0.0) == "prove" }?.0)
-            let tokensBefore = try fixture.count("tokens")
+            let tokensBefore = try await fixture.count("tokens")
 
             // The flow ended with its single-use nonce: the same bytes, or a fresh DPoP proof, find nothing.
             let replay = try await fixture.transport.send(prove)
@@ -150,7 +145,7 @@ struct SecurityTests {
             )
             let second = try await fixture.transport.send(fresh)
             #expect(second.status == 404)
-            #expect(try fixture.count("tokens") == tokensBefore)
+            #expect(try await fixture.count("tokens") == tokensBefore)
         }
     }
 
@@ -192,8 +187,8 @@ struct SecurityTests {
             } catch let error as AuthenticationError {
                 #expect(error.code == .userNotAuthenticated)
             }
-            let unrevoked = try await DatabaseQueue(path: fixture.serverDatabase).read { db in
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tokens WHERE revoked = 0") ?? -1
+            let unrevoked = try await fixture.read { db in
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tokens WHERE revoked = FALSE") ?? -1
             }
             #expect(unrevoked == 0)
         }

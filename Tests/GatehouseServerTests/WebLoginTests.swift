@@ -93,7 +93,7 @@ struct WebLoginTests {
                 #expect(refused.status == 400, "\(target)")
                 #expect(try errorBody(refused).gatehouseCode == 10023, "\(target)")
             }
-            #expect(try fixture.count("web_login_tokens") == 0)
+            #expect(try await fixture.count("web_login_tokens") == 0)
         }
     }
 }

@@ -17,7 +17,7 @@ import Synchronization
 /// or a deadlock, 40P01) is rolled back and runs again from the start, at most
 /// ``maximumAttempts`` times.
 ///
-/// Announcements travel as `NOTIFY gatehouse` inside the change's transaction, so PostgreSQL
+/// Announcements travel as `NOTIFY gatehouse` (`gatehouse_<schema>`) inside the change's transaction, so PostgreSQL
 /// delivers them when, and only if, it commits. Every instance listens on a connection of its
 /// own; when that connection is lost, subscribers hear ``Announcement/interrupted`` at once and
 /// ``Announcement/resumed`` once it listens again.
@@ -25,7 +25,9 @@ final class PostgresEngine: StorageEngine {
     let dialect = SQLDialect.postgres
     /// Runs of a change before a serialization failure is given up on (503, try again).
     static let maximumAttempts = 64
-    static let channel = "gatehouse"
+    /// `gatehouse`, or `gatehouse_<schema>`: deployments in different schemas of one database
+    /// do not hear each other.
+    let channel: String
 
     private let configuration: PostgresConnection.Configuration
     private let eventLoops: any EventLoopGroup
@@ -48,7 +50,11 @@ final class PostgresEngine: StorageEngine {
             tls: location.requireTLS ? .require(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable
         )
         configuration.options.connectTimeout = .seconds(10)
+        if let schema = location.schema {
+            configuration.options.additionalStartupParameters = [("search_path", schema)]
+        }
         self.configuration = configuration
+        channel = location.schema.map { "gatehouse_\($0)" } ?? "gatehouse"
         eventLoops = MultiThreadedEventLoopGroup.singleton
         threads = NIOThreadPool(numberOfThreads: location.poolSize)
         self.logger = logger
@@ -79,7 +85,7 @@ final class PostgresEngine: StorageEngine {
                     let session = PostgresSession(
                         connection,
                         logger: logger,
-                        announcing: (instanceID, { [weak self] message in self?.hear(.message(message)) })
+                        announcing: (channel, instanceID, { [weak self] message in self?.hear(.message(message)) })
                     )
                     do {
                         try session.execute(sql: "BEGIN ISOLATION LEVEL SERIALIZABLE")
@@ -179,7 +185,7 @@ final class PostgresEngine: StorageEngine {
     /// LISTEN is in place, so no change committed after start-up goes unheard.
     private func startListening() async throws {
         let (ready, readiness) = AsyncStream<Result<Void, any Error>>.makeStream()
-        let task = Task { [weak self, configuration, eventLoops, logger] in
+        let task = Task { [weak self, configuration, eventLoops, logger, channel] in
             var started = false
             while !Task.isCancelled {
                 var connection: PostgresConnection?
@@ -192,7 +198,7 @@ final class PostgresEngine: StorageEngine {
                         logger: logger
                     )
                     connection = opened
-                    try await opened.listen(on: Self.channel) { notifications in
+                    try await opened.listen(on: channel) { notifications in
                         listened = true
                         if started { self?.hear(.resumed) } else { readiness.yield(.success(())) }
                         started = true
@@ -234,8 +240,8 @@ final class PostgresEngine: StorageEngine {
 final class PostgresSession: SQLSession {
     private let connection: PostgresConnection
     private let logger: Logger
-    /// The instance's id and its own subscribers, in a change; nil in a lookup.
-    private let announcing: (instanceID: String, hearOwn: @Sendable (String) -> Void)?
+    /// Where announcements go, the instance's id and its own subscribers, in a change; nil in a lookup.
+    private let announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?
     private(set) var changesCount = 0
     private(set) var committedActions: [@Sendable () -> Void] = []
     var dialect: SQLDialect { .postgres }
@@ -243,7 +249,7 @@ final class PostgresSession: SQLSession {
     init(
         _ connection: PostgresConnection,
         logger: Logger,
-        announcing: (instanceID: String, hearOwn: @Sendable (String) -> Void)?
+        announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?
     ) {
         self.connection = connection
         self.logger = logger
@@ -270,7 +276,7 @@ final class PostgresSession: SQLSession {
         guard let announcing else { throw ServerDatabaseError("A read cannot announce a change.") }
         try execute(
             sql: "SELECT pg_notify(?, ?)",
-            arguments: [PostgresEngine.channel, announcing.instanceID + " " + message]
+            arguments: [announcing.channel, announcing.instanceID + " " + message]
         )
         // This instance hears it at commit, before the change is acknowledged.
         afterCommit { announcing.hearOwn(message) }

@@ -29,7 +29,7 @@ public enum ServerDatabase: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A PostgreSQL database and how to reach it, from a URL:
-/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require&pool=N]`.
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require&pool=N&schema=NAME]`.
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var host: String
     public var port: Int
@@ -41,6 +41,8 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var requireTLS: Bool
     /// Connections each instance keeps: one per change or lookup running at once.
     public var poolSize: Int
+    /// The schema the tables live in (it must exist); nil for the user's default search path.
+    public var schema: String?
 
     public init(url text: String) throws {
         guard let components = URLComponents(string: text), let host = components.host, !host.isEmpty else {
@@ -64,6 +66,11 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             switch (item.name, item.value) {
             case ("sslmode", "disable"): requireTLS = false
             case ("sslmode", "require"), ("sslmode", "verify-full"): requireTLS = true
+            case ("schema", let value?):
+                guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                    throw ServerDatabaseError("schema=\(value): a schema name is letters, digits and _")
+                }
+                schema = value
             case ("pool", let value?):
                 guard let size = Int(value), (1...512).contains(size) else {
                     throw ServerDatabaseError("pool=\(value): the pool size is a number from 1 to 512")
@@ -71,14 +78,18 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
                 poolSize = size
             default:
                 throw ServerDatabaseError(
-                    "\(item.name)=\(item.value ?? ""): the URL takes sslmode=disable|require and pool=N only"
+                    "\(item.name)=\(item.value ?? ""): the URL takes sslmode=disable|require, pool=N and schema=NAME only"
                 )
             }
         }
     }
 
     public var description: String {
-        "postgres://\(username)@\(host):\(port)/\(database)\(requireTLS ? "" : "?sslmode=disable")"
+        var options: [String] = []
+        if !requireTLS { options.append("sslmode=disable") }
+        if let schema { options.append("schema=\(schema)") }
+        return "postgres://\(username)@\(host):\(port)/\(database)"
+            + (options.isEmpty ? "" : "?" + options.joined(separator: "&"))
     }
 
     private static func redacted(_ text: String) -> String {
