@@ -42,6 +42,9 @@ final class ActiveTokenCache: Sendable {
 
     init(capacity: Int = 100_000) { self.capacity = capacity }
 
+    /// Whether answers are kept (not while evictions from other instances may be missed).
+    var isKeeping: Bool { state.withLock { $0.listening } }
+
     /// Changes with every eviction: an answer read under an older version may be stale.
     var version: UInt64 { state.withLock { $0.version } }
 

@@ -141,5 +141,25 @@ final class EventChannelHub: Sendable {
         for continuation in waiting { continuation.yield() }
     }
 
+    private static let wakePrefix = "event-channel wake "
+
+    /// What a change announces when `profileID` has something new: every instance wakes the
+    /// channels it holds for it.
+    static func wakeAnnouncement(_ profileID: String) -> String { wakePrefix + profileID }
+
+    /// Wakes on an announcement; after announcements were missed, every channel looks.
+    func hear(_ announcement: Announcement) {
+        switch announcement {
+        case .message(let message):
+            guard message.hasPrefix(Self.wakePrefix) else { return }
+            wake(String(message.dropFirst(Self.wakePrefix.count)))
+        case .resumed:
+            let waiting = listeners.withLock { $0.values.flatMap(\.values) }
+            for continuation in waiting { continuation.yield() }
+        case .interrupted:
+            break
+        }
+    }
+
     var listenerCount: Int { listeners.withLock { $0.values.reduce(0) { $0 + $1.count } } }
 }

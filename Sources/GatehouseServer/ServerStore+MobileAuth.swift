@@ -154,6 +154,11 @@ extension ServerStore {
 
     /// Starts a transaction: one sealed payload per enrolled device of the user; the API client's
     /// older pending transactions of the type are superseded. Returns the devices to notify.
+    ///
+    /// A device's deliveries are numbered in the order they commit (its events channel sends
+    /// what is numbered after the last it sent): SQLite commits one change at a time; on
+    /// PostgreSQL the devices' rows are locked first, so a transaction started at the same time
+    /// for the same device numbers its delivery only once this one has committed.
     func startTransaction(_ new: NewTransaction) async throws -> [Delivery] {
         try await write { db in
             let devices = try SQLRow.fetchAll(
@@ -161,6 +166,7 @@ extension ServerStore {
                 sql: """
                     SELECT profile_id, device_key, push_token, platform FROM mobile_enrolments
                     WHERE identity_provider = ? AND subject = ? AND NOT disenrolled ORDER BY created_at DESC
+                    \(db.dialect.lockingRows)
                     """,
                 arguments: [new.user.identityProvider, new.user.subject]
             )
@@ -231,6 +237,8 @@ extension ServerStore {
                         arguments: [new.id, profileID, try WireCoding.encode(sealed), Data(SHA256.hash(data: nonce))]
                     )
                 else { throw ServerDatabaseError("The database did not number a delivery.") }
+                // Its events channel may be open on any instance.
+                try db.announce(EventChannelHub.wakeAnnouncement(profileID))
                 deliveries.append(
                     Delivery(
                         seq: seq,

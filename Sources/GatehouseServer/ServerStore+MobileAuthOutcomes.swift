@@ -123,7 +123,10 @@ extension ServerStore {
         var attempts: Int
     }
 
-    /// Marks lapsed pending transactions expired, then returns the callbacks due by `now`.
+    /// Seconds a callback stays claimed by the instance sending it (a send gives up after 5).
+    static let callbackClaimLifetime = 30.0
+
+    /// Marks lapsed pending transactions expired, then claims and returns the callbacks due by `now`.
     func dueCallbacks(now: Double) async throws -> [DueCallback] {
         try await write { db in
             let lapsed = try String.fetchAll(
@@ -140,13 +143,19 @@ extension ServerStore {
                     """,
                 arguments: [now - Self.endedTransactionLifetime]
             )
+            // Claimed for a while as they are read: an instance sharing the database that looks now
+            // finds them not due, so each callback is sent by one instance. One that dies while
+            // sending leaves it due again when the claim lapses.
             return try SQLRow.fetchAll(
                 db,
                 sql: """
-                    SELECT id, api_client, callback_uri, status, callback_attempts FROM mobile_transactions
-                    WHERE callback_state = 'due' AND callback_next_at <= ? ORDER BY callback_next_at LIMIT 64
+                    UPDATE mobile_transactions SET callback_next_at = ?
+                    WHERE id IN (
+                        SELECT id FROM mobile_transactions WHERE callback_state = 'due' AND callback_next_at <= ?
+                        ORDER BY callback_next_at LIMIT 64)
+                    RETURNING id, api_client, callback_uri, status, callback_attempts
                     """,
-                arguments: [now]
+                arguments: [now + Self.callbackClaimLifetime, now]
             )
             .map {
                 DueCallback(

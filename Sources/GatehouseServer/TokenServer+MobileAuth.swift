@@ -329,13 +329,13 @@ extension TokenServer {
         )
     }
 
-    /// Sends each device its push, all at once, each given at most `pushTimeout`: a stalled push
+    /// Sends each device its push (its events channel, on whichever instance holds it, was woken
+    /// when the transaction committed), all at once, each given at most `pushTimeout`: a stalled push
     /// service delays the portal's answer by that much at worst. A push that fails or times out is
     /// logged; the device still finds the request on its events channel or in its pending list.
     private func push(_ deliveries: [ServerStore.Delivery], _ notification: (String) -> PushNotification) async {
         await withTaskGroup(of: Void.self) { group in
             for delivery in deliveries {
-                hub.wake(delivery.profileID)
                 guard let token = delivery.pushToken, let platform = delivery.platform, platform != .events,
                     let transport = pushTransports[platform]
                 else { continue }

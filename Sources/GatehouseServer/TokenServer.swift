@@ -237,6 +237,7 @@ public final class TokenServer: Sendable {
         callbacks = configuration.mobileAuth.map {
             CallbackDispatcher(store: store, configuration: $0, clock: environment.clock, logger: environment.logger)
         }
+        store.engine.subscribe { [hub] announcement in hub.hear(announcement) }
         // Callbacks left due by an earlier run go out now.
         callbacks?.wake()
     }

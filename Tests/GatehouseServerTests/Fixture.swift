@@ -222,7 +222,8 @@ struct Fixture {
         registrationAuthenticators: [String] = ["pin"],
         enrolment: String = "single",
         mobileAuth: Bool = true,
-        requireDPoPNonce: Bool = false
+        requireDPoPNonce: Bool = false,
+        publicURL: String? = nil
     ) -> String {
         // The mobile authentication section, indented under `server:`.
         let mobileAuthSection = """
@@ -253,6 +254,7 @@ struct Fixture {
               resourceServers:
                 - {id: gateway, secret: \(Fixture.gatewaySecret)}
               requireDPoPNonce: \(requireDPoPNonce)
+            \(publicURL.map { "  publicURL: \($0)" } ?? "")
               cleanupBatch: 10
               maxPinFailures: \(maxPinFailures)
               maxRequestBytes: 4096

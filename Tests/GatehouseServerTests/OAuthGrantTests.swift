@@ -14,13 +14,24 @@ private func introspect(
     _ token: String,
     credentials: String? = "gateway:\(Fixture.gatewaySecret)"
 ) async throws -> (status: Int, answer: IntrospectionResponse?) {
-    var headers = ["Content-Type": "application/x-www-form-urlencoded"]
-    if let credentials { headers["Authorization"] = "Basic " + Data(credentials.utf8).base64EncodedString() }
-    let response = try await fixture.send(
-        "POST",
-        Endpoint.introspect,
-        body: Data("token=\(token)&token_type_hint=access_token".utf8),
-        headers: headers
+    try await introspect(via: fixture.transport, token, credentials: credentials)
+}
+
+/// Asks `transport`'s server about `token`, as the resource server "gateway" (or with `credentials`).
+func introspect(
+    via transport: any TokenServerTransport,
+    _ token: String,
+    credentials: String? = "gateway:\(Fixture.gatewaySecret)"
+) async throws -> (status: Int, answer: IntrospectionResponse?) {
+    var headers = ["content-type": "application/x-www-form-urlencoded"]
+    if let credentials { headers["authorization"] = "Basic " + Data(credentials.utf8).base64EncodedString() }
+    let response = try await transport.send(
+        WireRequest(
+            method: "POST",
+            path: Endpoint.introspect,
+            headers: headers,
+            body: Data("token=\(token)&token_type_hint=access_token".utf8)
+        )
     )
     return (response.status, try? WireCoding.decode(IntrospectionResponse.self, from: response.body))
 }

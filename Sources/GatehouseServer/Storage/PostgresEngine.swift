@@ -19,10 +19,19 @@ import Synchronization
 ///
 /// Announcements travel as `NOTIFY gatehouse` (`gatehouse_<schema>`) inside the change's transaction, so PostgreSQL
 /// delivers them when, and only if, it commits. Every instance listens on a connection of its
-/// own; when that connection is lost, subscribers hear ``Announcement/interrupted`` at once and
-/// ``Announcement/resumed`` once it listens again.
+/// own, and announces a heartbeat to itself every ``heartbeatInterval``: when that connection is
+/// lost, or nothing at all was heard for ``silenceLimit`` (a connection that stalls without
+/// closing), subscribers hear ``Announcement/interrupted``, and ``Announcement/resumed`` once
+/// announcements arrive again. So within ``announcementWindow`` of a commit, every instance has
+/// heard of it or has stopped trusting what it kept.
 final class PostgresEngine: StorageEngine {
     let dialect = SQLDialect.postgres
+    static let heartbeatInterval: Duration = .milliseconds(250)
+    /// Silence after which an instance stops trusting that it hears every announcement.
+    static let silenceLimit: Duration = .seconds(1)
+    /// How long after a change commits every instance has heard of it, or has stopped keeping
+    /// what the announcement would have ended: the silence limit and one heartbeat to notice it.
+    static let announcementWindow: Duration = silenceLimit + heartbeatInterval
     /// Runs of a change before a serialization failure is given up on (503, try again).
     static let maximumAttempts = 64
     /// `gatehouse`, or `gatehouse_<schema>`: deployments in different schemas of one database
@@ -37,7 +46,11 @@ final class PostgresEngine: StorageEngine {
     /// Tells this instance's own announcements from the others' (it hears them at commit).
     private let instanceID = Data.random(count: 9).base64URLEncodedString
     private let subscribers = AnnouncementSubscribers()
-    private let listening = Mutex<Task<Void, Never>?>(nil)
+    /// The listener and the heartbeat.
+    private let background = Mutex<[Task<Void, Never>]>([])
+    /// When anything was last heard on the listening connection, and whether subscribers were
+    /// told announcements may be missed.
+    private let liveness = Mutex((lastHeard: ContinuousClock.now, silent: false))
     private let retries = Atomic<Int>(0)
 
     private init(location: PostgresLocation, logger: Logger) throws {
@@ -67,6 +80,7 @@ final class PostgresEngine: StorageEngine {
         do {
             try await engine.threads.runIfActive { try engine.withConnection { try PostgresMigrations.apply(on: $0) } }
             try await engine.startListening()
+            engine.startHeartbeat()
         } catch {
             await engine.shutdown()
             throw error
@@ -129,10 +143,10 @@ final class PostgresEngine: StorageEngine {
     func subscribe(_ handler: @escaping @Sendable (Announcement) -> Void) { subscribers.add(handler) }
 
     func shutdown() async {
-        listening.withLock { task in
-            task?.cancel()
-            task = nil
-        }
+        for task in background.withLock({ tasks in
+            defer { tasks = [] }
+            return tasks
+        }) { task.cancel() }
         try? await threads.shutdownGracefully()
         for connection in idle.withLock({ connections in
             defer { connections = [] }
@@ -200,7 +214,7 @@ final class PostgresEngine: StorageEngine {
                     connection = opened
                     try await opened.listen(on: channel) { notifications in
                         listened = true
-                        if started { self?.hear(.resumed) } else { readiness.yield(.success(())) }
+                        if started { self?.alive() } else { readiness.yield(.success(())) }
                         started = true
                         for try await notification in notifications { self?.heard(notification.payload) }
                     }
@@ -217,11 +231,11 @@ final class PostgresEngine: StorageEngine {
                     }
                 }
                 try? await connection?.close()
-                if listened { self?.hear(.interrupted) }
+                if listened { self?.silenced() }
                 try? await Task.sleep(for: .milliseconds(200))
             }
         }
-        listening.withLock { $0 = task }
+        background.withLock { $0.append(task) }
         for await outcome in ready {
             try outcome.get()
             return
@@ -230,12 +244,51 @@ final class PostgresEngine: StorageEngine {
 
     /// `<instance> <message>`: this instance's own were heard at commit already.
     private func heard(_ payload: String) {
+        alive()
         guard let space = payload.firstIndex(of: " ") else { return }
         guard payload[..<space] != instanceID else { return }
         hear(.message(String(payload[payload.index(after: space)...])))
     }
-}
 
+    private func alive() {
+        let resumed = liveness.withLock { state in
+            state.lastHeard = .now
+            defer { state.silent = false }
+            return state.silent
+        }
+        if resumed { hear(.resumed) }
+    }
+
+    private func silenced() {
+        let interrupted = liveness.withLock { state in
+            defer { state.silent = true }
+            return !state.silent
+        }
+        if interrupted { hear(.interrupted) }
+    }
+
+    /// Announces a heartbeat every interval, and declares the announcements interrupted when
+    /// nothing was heard for the silence limit.
+    private func startHeartbeat() {
+        let task = Task { [weak self, threads, channel, instanceID] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.heartbeatInterval)
+                guard let self else { return }
+                _ = try? await threads.runIfActive {
+                    try self.withConnection { connection in
+                        let session = PostgresSession(connection, logger: self.logger, announcing: nil)
+                        try session.execute(
+                            sql: "SELECT pg_notify(?, ?)",
+                            arguments: [channel, instanceID + " heartbeat"]
+                        )
+                    }
+                }
+                if ContinuousClock.now - liveness.withLock({ $0.lastHeard }) > Self.silenceLimit { silenced() }
+            }
+        }
+        background.withLock { $0.append(task) }
+    }
+}
 /// A change or lookup's transaction on one connection, on the engine's pool thread.
 final class PostgresSession: SQLSession {
     private let connection: PostgresConnection

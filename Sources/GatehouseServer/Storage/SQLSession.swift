@@ -134,6 +134,15 @@ enum SQLDialect: Sendable {
     case sqlite
     case postgres
 
+    /// Appended to a SELECT in a change: locks the rows it reads until the transaction ends.
+    /// SQLite's changes run one at a time anyway.
+    var lockingRows: String {
+        switch self {
+        case .sqlite: ""
+        case .postgres: "FOR UPDATE"
+        }
+    }
+
     /// A column that names one row of any table, for deletes in batches.
     var rowIdentifier: String {
         switch self {

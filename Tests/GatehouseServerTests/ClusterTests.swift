@@ -1,0 +1,419 @@
+import Crypto
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehouseProtocol
+import GatehouseTesting
+import GatehouseYAML
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@testable import GatehouseServer
+
+/// What a load balancer in front of the instances does: each request to the next instance in
+/// turn, all under one public URL (the one DPoP proofs name). A request the test picks out is
+/// instead sent to every instance at once, each copy with a fresh DPoP proof, as an attacker (or
+/// a retrying client) racing the instances would.
+final class Balancer: TokenServerTransport {
+    let instances: [HTTPTransport]
+    let baseURL: String
+    private let turn = Atomic<Int>(0)
+    /// Requests each instance got.
+    private let counts: Mutex<[Int]>
+    var served: [Int] { counts.withLock { $0 } }
+    private let racing = Mutex<
+        (matches: @Sendable (WireRequest) -> Bool, proof: @Sendable (String) async throws -> String)?
+    >(
+        nil
+    )
+    /// The answers every copy of a raced request got.
+    let racedAnswers = Mutex<[WireResponse]>([])
+
+    init(ports: [Int], publicURL: String) {
+        instances = ports.map { HTTPTransport(baseURL: "http://127.0.0.1:\($0)") }
+        counts = Mutex(ports.map { _ in 0 })
+        baseURL = publicURL
+    }
+
+    /// Sends every request matching `matches` to all instances at once; `proof` makes a fresh
+    /// DPoP proof for a URL.
+    func race(
+        _ matches: @escaping @Sendable (WireRequest) -> Bool,
+        proof: @escaping @Sendable (String) async throws -> String
+    ) {
+        racing.withLock { $0 = (matches, proof) }
+    }
+
+    func send(_ request: WireRequest) async throws -> WireResponse {
+        if let (matches, proof) = racing.withLock({ $0 }), matches(request) {
+            racing.withLock { $0 = nil }
+            return try await raced(request, proof: proof)
+        }
+        let index = turn.add(1, ordering: .relaxed).newValue % instances.count
+        counts.withLock { $0[index] += 1 }
+        return try await instances[index].send(request)
+    }
+
+    func open(_ request: WireRequest) async throws -> (WireResponse, AsyncThrowingStream<Data, any Error>) {
+        let index = turn.add(1, ordering: .relaxed).newValue % instances.count
+        return try await instances[index].open(request)
+    }
+
+    private func raced(
+        _ request: WireRequest,
+        proof: @escaping @Sendable (String) async throws -> String
+    ) async throws -> WireResponse {
+        let url = baseURL + (request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path)
+        var copies: [WireRequest] = []
+        for _ in instances {
+            var copy = request
+            copy.setHeader("DPoP", try await proof(url))
+            copies.append(copy)
+        }
+        let answers = try await withThrowingTaskGroup(of: WireResponse.self) { group in
+            for (instance, copy) in zip(instances, copies) { group.addTask { try await instance.send(copy) } }
+            return try await group.reduce(into: [WireResponse]()) { $0.append($1) }
+        }
+        racedAnswers.withLock { $0 = answers }
+        return answers.first { (200..<300).contains($0.status) } ?? answers[0]
+    }
+}
+
+/// Three `TokenServer`s on one PostgreSQL schema, each served over HTTP on its own loopback port,
+/// behind a ``Balancer``; `body` gets a fixture whose transport is the balancer.
+func withCluster(
+    instances count: Int = 3,
+    maxPinFailures: Int = 3,
+    _ body: (Fixture, Balancer, [TokenServer]) async throws -> Void
+) async throws {
+    let publicURL = "http://gatehouse.cluster.test"
+    let cluster = try PostgresTestCluster.shared()
+    let schema = try cluster.makeSchema("cluster")
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-cluster-\(UUID())")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let manifest = try ManifestLoader.jsonAndYAML.parse(
+        Data(Fixture.manifestText(maxPinFailures: maxPinFailures, publicURL: publicURL).utf8),
+        format: YAMLManifestFormat(),
+        source: "cluster.yaml",
+        additionalSections: ["server"]
+    )
+    let serverLog = RecordingLogger(label: "server", level: .info)
+    let script = StatusScript()
+    let pushes = InProcessPushTransport()
+    let environment = PluginEnvironment(logger: serverLog.logger, services: ["codes": FixedCodeAPI()])
+    var servers: [TokenServer] = []
+    for _ in 0..<count {
+        servers.append(
+            try await TokenServer(
+                manifest: manifest,
+                registry: try PluginRegistry.testing(script),
+                database: try ServerDatabase(cluster.url(schema: schema)),
+                environment: environment,
+                pushTransports: [.apns: pushes]
+            )
+        )
+    }
+    let (ports, announced) = AsyncStream.makeStream(of: Int.self)
+    let applications = servers.map { server in
+        HTTPTokenServer.application(server: server, port: 0, logger: serverLog.logger) { announced.yield($0) }
+    }
+    let group = ServiceGroup(configuration: .init(services: applications, logger: serverLog.logger))
+    let servedServers = servers
+    do {
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var listening: [Int] = []
+            for await port in ports {
+                listening.append(port)
+                if listening.count == count { break }
+            }
+            let balancer = Balancer(ports: listening, publicURL: publicURL)
+            let fixture = Fixture(
+                directory: directory,
+                server: servedServers[0],
+                script: script,
+                transport: RecordingTransport(balancer),
+                manifest: manifest,
+                serverLog: serverLog,
+                clientLog: RecordingLogger(label: "client", level: .info),
+                pushes: pushes,
+                clock: SystemWallClock()
+            )
+            do {
+                try await body(fixture, balancer, servedServers)
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    } catch {
+        for server in servers { await server.shutdown() }
+        try? cluster.dropSchema(schema)
+        throw error
+    }
+    for server in servers { await server.shutdown() }
+    try cluster.dropSchema(schema)
+}
+
+@Suite(
+    "Several instances on one PostgreSQL database",
+    .serialized,
+    .disabled(if: TestDatabase.current == .postgres, "they run on PostgreSQL in every run; once is enough")
+)
+struct ClusterTests {
+    @Test("1,000 wrong PINs spread over 3 instances at once release exactly the maximum number of evaluations")
+    func wrongPinBurst() async throws {
+        let maximum = 25
+        try await withCluster(maxPinFailures: maximum) { fixture, balancer, _ in
+            let owner = try fixture.client()
+            let profile = try await register(owner)
+            try await fixture.watchFailures()
+            // One wrong PIN through the SDK shows the two requests an attempt takes; the burst
+            // sends them itself, below the SDK, as an attacker with the device's key would.
+            // (Another app instance on the same device data tries it: the owner keeps its session,
+            // whose key, the profile's, signs the burst's proofs.)
+            let before = fixture.transport.recorded.count
+            let other = try fixture.client()
+            _ = try? await other.authenticateUser(profile, delegate: ScriptedResponder([.pin("000111")]))
+            let attempt = fixture.transport.recorded.dropFirst(before)
+            let start = try #require(attempt.first { $0.0.path == Endpoint.authentication }?.0)
+            let evaluate = try #require(attempt.first { pinOperation($0.0) == "evaluate" }?.0)
+            let firstReleased = attempt.filter { pinOperation($0.0) == "evaluate" && $0.1.status == 200 }.count
+
+            func signed(_ request: WireRequest, path: String) async throws -> WireRequest {
+                var copy = request
+                copy.path = path
+                copy.setHeader("DPoP", try await owner.dpopProof(method: request.method, url: balancer.baseURL + path))
+                return copy
+            }
+            // 1,000 flows, started on every instance in turn.
+            let flows = try await withThrowingTaskGroup(of: String?.self) { group in
+                for _ in 0..<1000 {
+                    group.addTask {
+                        let response = try await balancer.send(try await signed(start, path: Endpoint.authentication))
+                        return try? WireCoding.decode(FlowResponse.self, from: response.body).flowID
+                    }
+                }
+                return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
+            }
+            #expect(flows.count == 1000)
+            // Then a wrong PIN in each, all at once, every instance taking its share.
+            let messages = try await withThrowingTaskGroup(of: WireRequest.self) { group in
+                for flow in flows { group.addTask { try await signed(evaluate, path: Endpoint.flow(flow)) } }
+                return try await group.reduce(into: [WireRequest]()) { $0.append($1) }
+            }
+            let statuses = await withTaskGroup(of: Int.self) { group in
+                for message in messages { group.addTask { (try? await balancer.send(message).status) ?? -1 } }
+                return await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            // Exactly the maximum: each allowed attempt released one evaluation, on whichever
+            // instance it reached, and none beyond.
+            #expect(firstReleased + statuses.filter { $0 == 200 }.count == maximum)
+            #expect(try await fixture.highestFailureSeen() == maximum)
+            #expect(
+                !statuses.contains { $0 >= 500 || $0 < 0 },
+                "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))"
+            )
+            for requests in balancer.served { #expect(requests > 600, "\(balancer.served)") }
+        }
+    }
+
+    @Test("a refresh token reused at another instance revokes its family at every instance")
+    func refreshReuse() async throws {
+        try await withCluster { fixture, balancer, _ in
+            let client = try fixture.client()
+            _ = try await register(client)
+            let original = try #require(await client.sessionTokens)
+            try await client.refreshSession()
+            let rotated = try #require(await client.sessionTokens)
+
+            let proof = try await client.dpopProof(method: "POST", url: balancer.baseURL + Endpoint.token)
+            let reuse = try await balancer.instances[1].send(
+                WireRequest(
+                    method: "POST",
+                    path: Endpoint.token,
+                    headers: ["Content-Type": "application/json", "DPoP": proof],
+                    body: try WireCoding.encode(
+                        TokenRequest(grantType: "refresh_token", refreshToken: original.refreshToken)
+                    )
+                )
+            )
+            #expect(reuse.status == 400)
+            #expect(try WireCoding.decode(ErrorBody.self, from: reuse.body).errorDescription.contains("already used"))
+            // The rotated session is gone everywhere.
+            for instance in balancer.instances {
+                let access = try await instance.send(
+                    WireRequest(
+                        method: "GET",
+                        path: Endpoint.profileResource,
+                        headers: ["Authorization": "DPoP \(rotated.accessToken)"]
+                    )
+                )
+                #expect(access.status == 401)
+                #expect(try await introspect(via: instance, rotated.accessToken).answer == .inactive)
+            }
+        }
+    }
+
+    @Test("the last step of a flow sent to 3 instances at once is answered once")
+    func flowStepOnce() async throws {
+        try await withCluster { fixture, balancer, _ in
+            let owner = try fixture.client()
+            let profile = try await register(owner)
+            let tokensBefore = try await fixture.count("tokens")
+            // Another app instance on the device authenticates; its last step is sent to every
+            // instance at once, each copy signed afresh with the profile's key (the owner's session's).
+            let other = try fixture.client()
+            balancer.race(
+                { pinOperation($0) == "prove" },
+                proof: { try await owner.dpopProof(method: "POST", url: $0) }
+            )
+            try await other.authenticateUser(profile, delegate: ScriptedResponder([.pin("258147")]))
+            let answers = balancer.racedAnswers.withLock { $0 }
+            #expect(answers.count == 3)
+            #expect(answers.filter { $0.status == 200 }.count == 1, "\(answers.map(\.status))")
+            #expect(!answers.contains { $0.status >= 500 })
+            // One session: the flow issued one access and one refresh token.
+            #expect(try await fixture.count("tokens") == tokensBefore + 2)
+        }
+    }
+
+    @Test("an answer to a push request sent to 3 instances at once is taken once")
+    func pushAnsweredOnce() async throws {
+        try await withCluster { fixture, balancer, _ in
+            let (client, _) = try await enrolledDevice(fixture)
+            let portal = Portal(fixture: fixture)
+            let started = try await portal.started("login")
+            let request = try pending(client, from: lastPush(fixture))
+            balancer.race(
+                { $0.path.contains("/answer") },
+                proof: { try await client.dpopProof(method: "POST", url: $0) }
+            )
+            _ = await client.handlePushMobileAuthRequest(request, delegate: ScriptedResponder([.confirmation(.accept)]))
+            let answers = balancer.racedAnswers.withLock { $0 }
+            #expect(answers.count == 3)
+            #expect(answers.filter { (200..<300).contains($0.status) }.count == 1, "\(answers.map(\.status))")
+            #expect(answers.filter { $0.status == 409 }.count == 2)
+            #expect(try await portal.result(started.transactionID).status == .approved)
+        }
+    }
+
+    @Test("a revocation at one instance ends the token in every instance's kept answers within the window")
+    func revocationSeenEverywhere() async throws {
+        try await withCluster { fixture, balancer, servers in
+            let client = try fixture.client()
+            _ = try await register(client)
+            let tokens = try #require(await client.sessionTokens)
+            // Every instance keeps the answer: changed behind their backs, the row is not what answers.
+            for instance in balancer.instances {
+                #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
+            }
+            let hash = Data(SHA256.hash(data: Data(tokens.accessToken.utf8)))
+            try await fixture.write { db in
+                try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
+            }
+            for instance in balancer.instances {
+                #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
+            }
+
+            // Logging out at one instance: the others hear of it within the window.
+            await client.logout()
+            let revoked = ContinuousClock.now
+            var seen: [Duration] = []
+            for instance in balancer.instances {
+                while try await introspect(via: instance, tokens.accessToken).answer != .inactive {
+                    guard ContinuousClock.now - revoked < PostgresEngine.announcementWindow else { break }
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+                seen.append(ContinuousClock.now - revoked)
+                #expect(try await introspect(via: instance, tokens.accessToken).answer == .inactive)
+            }
+            #expect(seen.allSatisfy { $0 < PostgresEngine.announcementWindow }, "\(seen)")
+            // What the others heard was the logout, not a lost connection: they keep answers again.
+            for server in servers { #expect(server.store.activeTokens.isKeeping) }
+        }
+    }
+
+    @Test("an instance that loses its announcements keeps no answer until it hears them again")
+    func lostAnnouncements() async throws {
+        try await withCluster { fixture, balancer, _ in
+            let client = try fixture.client()
+            _ = try await register(client)
+            let tokens = try #require(await client.sessionTokens)
+            let instance = balancer.instances[1]
+            #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
+            let hash = Data(SHA256.hash(data: Data(tokens.accessToken.utf8)))
+            try await fixture.write { db in
+                try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
+            }
+            #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
+            // The database drops every listening connection: each instance forgets what it kept.
+            let ended = try await fixture.read { db in
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
+                        WHERE query LIKE 'LISTEN%' AND datname = current_database()
+                        """
+                )
+            }
+            #expect((ended ?? 0) >= 3)
+            let cut = ContinuousClock.now
+            var answer = try await introspect(via: instance, tokens.accessToken).answer
+            while answer?.scope == "read", ContinuousClock.now - cut < .seconds(5) {
+                try await Task.sleep(for: .milliseconds(10))
+                answer = try await introspect(via: instance, tokens.accessToken).answer
+            }
+            #expect(answer?.scope == "changed")
+        }
+    }
+
+    @Test("an instance whose announcements stall (the connection stays open) stops keeping answers within the window")
+    func stalledAnnouncements() async throws {
+        try await withCluster { fixture, balancer, servers in
+            let client = try fixture.client()
+            _ = try await register(client)
+            let tokens = try #require(await client.sessionTokens)
+            let instance = balancer.instances[2]
+            #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
+            let hash = Data(SHA256.hash(data: Data(tokens.accessToken.utf8)))
+            try await fixture.write { db in
+                try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
+            }
+            // The database process serving the listening connections stops: nothing is heard
+            // any more, but no connection closes.
+            let listeners = try await fixture.read { db in
+                try Int.fetchAll(
+                    db,
+                    sql: "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database()"
+                )
+            }
+            #expect(listeners.count >= 3)
+            for pid in listeners { kill(pid_t(pid), SIGSTOP) }
+            defer { for pid in listeners { kill(pid_t(pid), SIGCONT) } }
+            let stalled = ContinuousClock.now
+            var answer = try await introspect(via: instance, tokens.accessToken).answer
+            while answer?.scope == "read", ContinuousClock.now - stalled < .seconds(5) {
+                try await Task.sleep(for: .milliseconds(10))
+                answer = try await introspect(via: instance, tokens.accessToken).answer
+            }
+            let noticed = ContinuousClock.now - stalled
+            #expect(answer?.scope == "changed")
+            #expect(noticed < PostgresEngine.announcementWindow + .milliseconds(500), "\(noticed)")
+            #expect(servers.allSatisfy { !$0.store.activeTokens.isKeeping })
+            // Heard again: answers are kept again.
+            for pid in listeners { kill(pid_t(pid), SIGCONT) }
+            let resumed = ContinuousClock.now
+            while !servers.allSatisfy({ $0.store.activeTokens.isKeeping }), ContinuousClock.now - resumed < .seconds(5)
+            {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(servers.allSatisfy { $0.store.activeTokens.isKeeping })
+        }
+    }
+}
