@@ -300,7 +300,7 @@ let package = Package(
             name: "GatehouseBenchmark",
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseClient", "GatehousePlugins", "GatehouseYAML",
-                "BiometricAuthenticator",
+                "BiometricAuthenticator", "GatehouseTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -189,13 +189,14 @@ final class WorkloadDriver: ChannelInboundHandler, RemovableChannelHandler, @unc
 /// Runs `workloads` (one connection each) against the server until `seconds` have passed.
 func drive(
     _ workloads: [any Workload],
-    port: Int,
+    ports: [Int],
     seconds: Double,
     group: MultiThreadedEventLoopGroup
 ) async throws -> [ConnectionFigures] {
     // Connect everyone first, so connection set-up is outside the timed window.
+    // Connections spread over the ports in turn, as a balancer would.
     var channels: [(any Channel, any Workload)] = []
-    for workload in workloads {
+    for (index, workload) in workloads.enumerated() {
         let channel = try await ClientBootstrap(group: group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -206,7 +207,7 @@ func drive(
                     )
                 }
             }
-            .connect(host: "127.0.0.1", port: port)
+            .connect(host: "127.0.0.1", port: ports[index % ports.count])
             .get()
         channels.append((channel, workload))
     }

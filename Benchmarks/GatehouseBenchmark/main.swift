@@ -10,6 +10,7 @@
 //   .build/release/gatehouse-bench                      (or: scripts/benchmark)
 //   .build/release/gatehouse-bench --operations push    (the push round trip, through the SDK)
 //   .build/release/gatehouse-bench --operations steady --seconds 600 --levels 16   (table growth)
+//   .build/release/gatehouse-bench --cluster 3 --stored-tokens 0   (3 instances on one PostgreSQL database)
 
 import ArgumentParser
 import BiometricAuthenticator
@@ -19,6 +20,7 @@ import GatehouseClient
 import GatehouseKernel
 import GatehousePlugins
 import GatehouseProtocol
+import GatehouseTesting
 import GatehouseYAML
 import Logging
 import NIOCore
@@ -53,6 +55,14 @@ struct Options: ParsableCommand {
     var server: String?
 
     @Option(
+        help: """
+            Instances of gatehouse serve on one PostgreSQL database (a private cluster on loopback), the \
+            clients' connections spread over them; 0 for one instance on SQLite. Load operations only.
+            """
+    )
+    var cluster = 0
+
+    @Option(
         help: "introspect, validate, refresh, pin, startup, push and/or steady, comma-separated.",
         transform: Options.names
     )
@@ -69,6 +79,12 @@ struct Options: ParsableCommand {
         let known = Options.loadOperations + ["startup", "push", "steady"]
         guard operations.allSatisfy(known.contains) else {
             throw ValidationError("--operations takes \(known.joined(separator: ", "))")
+        }
+        guard (0...16).contains(cluster) else { throw ValidationError("--cluster takes 0 to 16 instances") }
+        if cluster > 0 {
+            guard operations.allSatisfy(Options.loadOperations.contains) else {
+                throw ValidationError("--cluster measures \(Options.loadOperations.joined(separator: ", ")) only")
+            }
         }
     }
 
@@ -98,6 +114,9 @@ let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: scratch) }
 
+/// The URL the instances of a cluster share (each listens on a port of its own).
+let clusterURL = "http://gatehouse.bench"
+
 // Every benchmark client registers from this one address: the server's per-address limits would
 // measure themselves, so the copy the server reads turns them off. Access tokens live an hour, so
 // the ones set up at the start stay valid through a long run.
@@ -107,16 +126,18 @@ do {
     let kept = text.split(separator: "\n", omittingEmptySubsequences: false).filter {
         !$0.hasPrefix("  accessTokenLifetime:")
     }
+    // Instances behind one address: proofs name it, whichever instance they reach.
+    let sharedURL = options.cluster > 0 ? "  publicURL: \(clusterURL)\n" : ""
     let adjusted = kept.joined(separator: "\n").replacingOccurrences(
         of: "\nserver:\n",
-        with: "\nserver:\n  rateLimitPerMinute: 0\n  accessTokenLifetime: 3600\n"
+        with: "\nserver:\n  rateLimitPerMinute: 0\n  accessTokenLifetime: 3600\n" + sharedURL
     )
     try adjusted.write(toFile: manifestPath, atomically: true, encoding: .utf8)
 }
 let databasePath = scratch.appendingPathComponent("server.sqlite").path
 
 /// Starts `gatehouse serve` and returns it once it listens, with its URL and how long that took.
-func startServer(database: String) throws -> (Process, String, Double) {
+func startServer(database: String, log: String? = nil) throws -> (Process, String, Double) {
     let serve = Process()
     serve.executableURL = URL(fileURLWithPath: serverBinary)
     serve.arguments = [
@@ -125,7 +146,7 @@ func startServer(database: String) throws -> (Process, String, Double) {
     let output = Pipe()
     serve.standardOutput = output
     // Its audit log (registrations) would drown the report: it goes to a file beside the database.
-    let log = database + ".log"
+    let log = log ?? database + ".log"
     _ = FileManager.default.createFile(atPath: log, contents: nil)
     serve.standardError = FileHandle(forWritingAtPath: log)
     let started = DispatchTime.now().uptimeNanoseconds
@@ -170,16 +191,53 @@ if operations.contains("startup") {
     try measureStartup()
 }
 
-let (serve, baseURL, _) = try startServer(database: databasePath)
-defer { serve.terminate() }
-guard let port = URLComponents(string: baseURL)?.port else { throw BenchmarkError("no port in \(baseURL)") }
-print("gatehouse serve at \(baseURL) (pid \(serve.processIdentifier))")
+/// The instances measured, where proofs say they are, the ports they listen on, and the
+/// PostgreSQL cluster behind them (none: one instance on SQLite).
+let instances: [Process]
+let baseURL: String
+let ports: [Int]
+let postgres = options.cluster > 0 ? try PostgresTestCluster.shared() : nil
+if let cluster = postgres {
+    let url = cluster.url(schema: try cluster.makeSchema("bench"), pool: 16)
+    var started: [(Process, String)] = []
+    for index in 0..<options.cluster {
+        let (process, url, _) = try startServer(
+            database: url,
+            log: scratch.appendingPathComponent("serve-\(index).log").path
+        )
+        started.append((process, url))
+    }
+    instances = started.map(\.0)
+    baseURL = clusterURL
+    ports = started.compactMap { URLComponents(string: $0.1)?.port }
+    print(
+        "\(options.cluster) instances of gatehouse serve on one PostgreSQL \(cluster.version) database "
+            + "(pool 16 each), ports \(ports.map(String.init).joined(separator: ", "))"
+    )
+} else {
+    let (serve, url, _) = try startServer(database: databasePath)
+    instances = [serve]
+    baseURL = url
+    ports = URLComponents(string: url)?.port.map { [$0] } ?? []
+    print("gatehouse serve at \(baseURL) (pid \(serve.processIdentifier))")
+}
+defer { for instance in instances { instance.terminate() } }
+guard !ports.isEmpty else { throw BenchmarkError("no port in \(baseURL)") }
+let serve = instances[0]
+
+/// CPU seconds the instances (and the PostgreSQL server's processes) used so far.
+func serversCPUSeconds() -> (instances: Double, database: Double) {
+    (
+        instances.reduce(0) { $0 + serverCPUSeconds($1.processIdentifier) },
+        postgres?.postmasterPID.map(processTreeCPUSeconds) ?? 0
+    )
+}
 
 // MARK: - Load
 
 let loadOperations = Options.loadOperations.filter(operations.contains)
 if !loadOperations.isEmpty {
-    let setup = SetupCalls(transport: HTTPTransport(baseURL: baseURL), baseURL: baseURL)
+    let setup = SetupCalls(transport: HTTPTransport(baseURL: "http://127.0.0.1:\(ports[0])"), baseURL: baseURL)
     let deviceCount = levels.max() ?? 1
     var devices: [WireDevice] = []
     for index in 0..<deviceCount {
@@ -190,11 +248,14 @@ if !loadOperations.isEmpty {
     let floors = try CryptoFloors(baseURL: baseURL, oprfPublicKey: devices[0].oprfPublicKey)
     floors.show()
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    let store = try TokenTable(path: databasePath)
+    // The stored-token fill writes the SQLite file directly; a cluster is measured as registered.
+    let store = options.cluster == 0 ? try TokenTable(path: databasePath) : nil
     var results: [String: [Int: [Int: LevelFigures]]] = [:]
-    for target in options.storedTokens {
-        let filled = try store.fill(upTo: target)
-        print("\n=== \(filled) tokens stored (the table filled up to \(target)) ===")
+    for target in options.cluster == 0 ? options.storedTokens : [0] {
+        if let store {
+            let filled = try store.fill(upTo: target)
+            print("\n=== \(filled) tokens stored (the table filled up to \(target)) ===")
+        }
         for operation in loadOperations {
             let floor = floors.milliseconds[operation] ?? 0
             print("\n\(Report.title(operation)) — server-side crypto floor \(String(format: "%.3f", floor)) ms/op")
@@ -231,18 +292,20 @@ if !loadOperations.isEmpty {
                         try PINWorkload(device: $0, baseURL: baseURL, blinded: stock, prepared: budget)
                     }
                 }
-                let tokensBefore = try store.count()
-                let serverBefore = serverCPUSeconds(serve.processIdentifier)
+                let tokensBefore = try store?.count() ?? 0
+                let serverBefore = serversCPUSeconds()
+                let rollbacksBefore = try postgres.map(rollbacks) ?? 0
                 let writtenBefore = serverWrittenBytes(serve.processIdentifier)
                 let ownBefore = ownCPUSeconds()
                 let started = DispatchTime.now().uptimeNanoseconds
-                let connections = try await drive(workloads, port: port, seconds: seconds, group: group)
+                let connections = try await drive(workloads, ports: ports, seconds: seconds, group: group)
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
                 var figures = LevelFigures(
                     clients: level,
                     connections: connections,
                     elapsed: elapsed,
-                    serverCPU: serverCPUSeconds(serve.processIdentifier) - serverBefore,
+                    serverCPU: serversCPUSeconds().instances - serverBefore.instances
+                        + serversCPUSeconds().database - serverBefore.database,
                     generatorCPU: ownCPUSeconds() - ownBefore,
                     cores: cores,
                     floor: floor,
@@ -252,6 +315,18 @@ if !loadOperations.isEmpty {
                 figures.madeLive += blinded?.madeLive ?? 0
                 figures.writtenBytes = serverWrittenBytes(serve.processIdentifier) - writtenBefore
                 print(figures.row)
+                if let postgres, figures.operations > 0 {
+                    let database = serversCPUSeconds().database - serverBefore.database
+                    let rolledBack = try rollbacks(postgres) - rollbacksBefore
+                    print(
+                        String(
+                            format:
+                                "        of the server CPU, PostgreSQL %.3f ms/op; transactions rolled back %.3f/op",
+                            database * 1000 / Double(figures.operations),
+                            Double(rolledBack) / Double(figures.operations)
+                        )
+                    )
+                }
                 if let error = figures.firstError { print("        first wrong answer: \(error)") }
                 results[operation, default: [:]][target, default: [:]][level] = figures
                 // A rotated session is the one the next measurements must use.
@@ -320,6 +395,23 @@ if operations.contains("push") || operations.contains("steady") {
             levels: levels,
             seconds: seconds
         )
+    }
+}
+
+/// Transactions PostgreSQL rolled back in the benchmark's database so far: serialization
+/// failures retried by the instances, and refused changes.
+func rollbacks(_ cluster: PostgresTestCluster) throws -> Int {
+    let text = try cluster.sql("SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()")
+    return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+}
+
+/// CPU seconds of a process and its children (PostgreSQL's server and its backends).
+func processTreeCPUSeconds(_ root: Int32) -> Double {
+    let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []
+    return pids.reduce(0) { total, pid in
+        guard pid == root || procField("PPid", in: "/proc/\(pid)/status").map({ Int32($0) == root }) == true
+        else { return total }
+        return total + serverCPUSeconds(pid)
     }
 }
 

@@ -13,11 +13,20 @@ public final class PostgresTestCluster: Sendable {
     /// The database the tests' schemas are made in.
     public let database = "gatehouse_tests"
     public let user = "gatehouse"
+    /// PostgreSQL's major version.
+    public var version: String { binaries.deletingLastPathComponent().lastPathComponent }
     private let directory: URL
     private let binaries: URL
 
     /// The process's cluster, started on first use.
     public static func shared() throws -> PostgresTestCluster { try SharedCluster.started.get() }
+
+    /// The server's main process (its backends are its children), while it runs.
+    public var postmasterPID: Int32? {
+        let file = directory.appendingPathComponent("data/postmaster.pid")
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first.flatMap { Int32($0) }
+    }
 
     /// A URL for `schema` in the test database (no TLS on loopback, `pool` connections).
     public func url(schema: String, pool: Int = 8) -> String {

@@ -78,7 +78,9 @@ final class PostgresEngine: StorageEngine {
         let engine = try PostgresEngine(location: location, logger: logger)
         engine.threads.start()
         do {
-            try await engine.threads.runIfActive { try engine.withConnection { try PostgresMigrations.apply(on: $0) } }
+            try await engine.threads.runIfActive {
+                try engine.withConnection { try PostgresMigrations.apply(on: $0, logger: logger) }
+            }
             try await engine.startListening()
             engine.startHeartbeat()
         } catch {
