@@ -28,7 +28,7 @@ func procField(_ name: String, in path: String) -> Double? {
     guard let text = try? String(contentsOfFile: path, encoding: .utf8),
         let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") })
     else { return nil }
-    return line.split(separator: " ").dropFirst().first.flatMap { Double($0) }
+    return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Double($0) }
 }
 
 /// Bytes the server has had written to storage so far (its own accounting, /proc/<pid>/io):

@@ -114,6 +114,36 @@ let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: scratch) }
 
+/// The manifest's lines without what runs on one instance only (docs/CLUSTER.md): the `login`
+/// and `xignin` sections, and the browser identity providers that use the hosted login.
+func withoutOneInstanceParts(_ lines: [Substring]) -> [Substring] {
+    var kept: [Substring] = []
+    var item: [Substring] = []
+    var skippingSection = false
+    func flush() {
+        if !item.contains(where: { $0.contains("type: idp.browser") }) { kept += item }
+        item = []
+    }
+    for line in lines {
+        let topLevel = !line.hasPrefix(" ") && !line.hasPrefix("#") && !line.isEmpty
+        if topLevel {
+            flush()
+            skippingSection = line.hasPrefix("login:") || line.hasPrefix("xignin:")
+        }
+        if skippingSection { continue }
+        if line.hasPrefix("  - ") || topLevel {
+            flush()
+            if topLevel {
+                kept.append(line)
+                continue
+            }
+        }
+        item.append(line)
+    }
+    flush()
+    return kept
+}
+
 /// The URL the instances of a cluster share (each listens on a port of its own).
 let clusterURL = "http://gatehouse.bench"
 
@@ -128,7 +158,8 @@ do {
     }
     // Instances behind one address: proofs name it, whichever instance they reach.
     let sharedURL = options.cluster > 0 ? "  publicURL: \(clusterURL)\n" : ""
-    let adjusted = kept.joined(separator: "\n").replacingOccurrences(
+    let lines = options.cluster > 0 ? withoutOneInstanceParts(kept) : kept
+    let adjusted = lines.joined(separator: "\n").replacingOccurrences(
         of: "\nserver:\n",
         with: "\nserver:\n  rateLimitPerMinute: 0\n  accessTokenLifetime: 3600\n" + sharedURL
     )

@@ -258,6 +258,17 @@ extension ServerStore {
             throw ServerError(409, "invalid_request", "The flow was continued by another request, or expired.")
         }
         row.version += 1
+        // What this step reads of its profile (the registration it checks an answer against,
+        // the attempts in use) must not change under it before it commits.
+        if let profileID = row.profileID { try lockProfile(profileID, db) }
+    }
+
+    /// On PostgreSQL, locks the profile's row until the change commits: changes about one
+    /// profile (its attempts, its registrations) run one after the other, each seeing the
+    /// last one's commit. SQLite's changes run one at a time anyway.
+    func lockProfile(_ profileID: String, _ db: any SQLSession) throws {
+        guard db.dialect == .postgres else { return }
+        try db.execute(sql: "SELECT 1 FROM profiles WHERE id = ? FOR UPDATE", arguments: [profileID])
     }
 
     /// The profile's counter: its failures, and the attempts other live flows hold.
@@ -269,10 +280,12 @@ extension ServerStore {
     ) throws
         -> AttemptCounter?
     {
+        // Locked: the attempts counted here are the ones every other change of this profile
+        // counts after this one commits.
         guard
             let failures = try Int.fetchOne(
                 db,
-                sql: "SELECT failures FROM profiles WHERE id = ?",
+                sql: "SELECT failures FROM profiles WHERE id = ? \(db.dialect.lockingRows)",
                 arguments: [profileID]
             )
         else { return nil }

@@ -29,6 +29,14 @@ extension ServerStore {
             guard !session.stateless else {
                 throw ServerError(MobileAuthEnrollmentError(.statelessUser), status: 403)
             }
+            // One enrolment of a user at a time: what `single` and `override` decide from the
+            // other devices' enrolments must still hold when this one commits.
+            if db.dialect == .postgres {
+                try db.execute(
+                    sql: "SELECT 1 FROM profiles WHERE identity_provider = ? AND subject = ? ORDER BY id FOR UPDATE",
+                    arguments: [session.identityProvider, session.subject]
+                )
+            }
             let others = try String.fetchAll(
                 db,
                 sql: """

@@ -107,6 +107,8 @@ extension ServerStore {
         }
     }
 
+    /// The delivery and its transaction, locked until the change commits: its single-use nonce
+    /// is spent by one answer, the others see it spent.
     private func delivery(_ transactionID: String, _ profileID: String, _ db: any SQLSession) throws -> SQLRow {
         guard
             let row = try SQLRow.fetchOne(
@@ -115,6 +117,7 @@ extension ServerStore {
                     SELECT d.sealed, d.nonce_hash, t.* FROM mobile_deliveries d
                     JOIN mobile_transactions t ON t.id = d.transaction_id
                     WHERE d.transaction_id = ? AND d.profile_id = ?
+                    \(db.dialect.lockingRows)
                     """,
                 arguments: [transactionID, profileID]
             )

@@ -144,7 +144,8 @@ extension ServerStore {
                 arguments: [now - Self.endedTransactionLifetime]
             )
             // Claimed for a while as they are read: an instance sharing the database that looks now
-            // finds them not due, so each callback is sent by one instance. One that dies while
+            // finds them not due (the condition is checked again on the row it would claim, after
+            // any claim committed meanwhile), so each callback is sent by one instance. One that dies while
             // sending leaves it due again when the claim lapses.
             return try SQLRow.fetchAll(
                 db,
@@ -153,9 +154,10 @@ extension ServerStore {
                     WHERE id IN (
                         SELECT id FROM mobile_transactions WHERE callback_state = 'due' AND callback_next_at <= ?
                         ORDER BY callback_next_at LIMIT 64)
+                    AND callback_state = 'due' AND callback_next_at <= ?
                     RETURNING id, api_client, callback_uri, status, callback_attempts
                     """,
-                arguments: [now + Self.callbackClaimLifetime, now]
+                arguments: [now + Self.callbackClaimLifetime, now, now]
             )
             .map {
                 DueCallback(

@@ -168,6 +168,7 @@ extension ServerStore {
                     sql: """
                         SELECT families.*, profiles.key_thumbprint, profiles.expires_at AS profile_expires_at
                         FROM families JOIN profiles ON profiles.id = families.profile_id WHERE families.id = ?
+                        \(db.dialect.lockingRows)
                         """,
                     arguments: [presented.family]
                 )

@@ -260,6 +260,34 @@ struct ClusterTests {
         }
     }
 
+    @Test("one refresh token raced to 3 instances rotates once; the copies count as reuse")
+    func refreshRaced() async throws {
+        try await withCluster { fixture, balancer, _ in
+            let client = try fixture.client()
+            _ = try await register(client)
+            balancer.race({ $0.path == Endpoint.token }, proof: { try await client.dpopProof(method: "POST", url: $0) })
+            try? await client.refreshSession()
+            let answers = balancer.racedAnswers.withLock { $0 }
+            #expect(answers.count == 3)
+            #expect(answers.filter { $0.status == 200 }.count == 1, "\(answers.map(\.status))")
+            // The first copy after the rotation is reuse; one after that finds the family revoked.
+            var descriptions: [String] = []
+            for answer in answers where answer.status != 200 {
+                let body = try WireCoding.decode(ErrorBody.self, from: answer.body)
+                #expect(answer.status == 400 && body.error == "invalid_grant")
+                descriptions.append(body.errorDescription)
+            }
+            #expect(descriptions.filter { $0.range(of: "already used") != nil }.count == 1, "\(descriptions)")
+            #expect(descriptions.count == 2, "\(descriptions)")
+            // A copy came back after the rotation: the whole family, the new tokens too, is revoked.
+            #expect(
+                try await fixture.read { db in
+                    try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tokens WHERE revoked = FALSE")
+                } == 0
+            )
+        }
+    }
+
     @Test("the last step of a flow sent to 3 instances at once is answered once")
     func flowStepOnce() async throws {
         try await withCluster { fixture, balancer, _ in
