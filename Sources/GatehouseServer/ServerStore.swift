@@ -88,7 +88,7 @@ final class ServerStore: Sendable {
 
     /// Runs `change` as one atomic, durable change and returns its result once it is durable.
     /// On SQLite it shares its commit with the changes that arrive with it; on PostgreSQL it
-    /// runs serializable, and again from the start when it lost a race with another instance.
+    /// runs with the row locks its statements take, and again from the start after a deadlock.
     func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await engine.write(change)
     }
@@ -122,8 +122,8 @@ final class ServerStore: Sendable {
 
     func record(_ proof: ProofUse, _ db: any SQLSession) throws {
         // Spent proofs go as new ones come on SQLite, where changes run one at a time anyway. On
-        // PostgreSQL that range delete in every change would make concurrent changes conflict
-        // (serializable), so the sweep (``removeExpiredState``) takes them there.
+        // PostgreSQL that range delete in every change would make concurrent changes wait for
+        // each other over the same expired rows, so the sweep (``removeExpiredState``) takes them.
         if db.dialect == .sqlite {
             try db.execute(sql: "DELETE FROM dpop_proofs WHERE expires_at < ?", arguments: [proof.now])
         }

@@ -119,7 +119,7 @@ enum Announcement: Sendable, Equatable {
 protocol StorageEngine: Sendable {
     var dialect: SQLDialect { get }
     /// Runs `change` as one atomic, durable transaction and returns its result once durable.
-    /// The change may run more than once (a PostgreSQL serialization failure); only its last
+    /// The change may run more than once (after a PostgreSQL deadlock); only its last
     /// run's `afterCommit` actions run.
     func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
     /// Runs `body` in a read-only snapshot.
