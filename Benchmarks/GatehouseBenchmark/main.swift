@@ -227,7 +227,9 @@ if operations.contains("startup") {
 let instances: [Process]
 let baseURL: String
 let ports: [Int]
-let postgres = options.cluster > 0 ? try PostgresTestCluster.shared() : nil
+// Durable as a production server is (fsync, synchronous commits), unlike the tests' cluster.
+let postgres = options.cluster > 0 ? try PostgresTestCluster.start(durable: true) : nil
+defer { postgres?.stop() }
 if let cluster = postgres {
     let url = cluster.url(schema: try cluster.makeSchema("bench"), pool: 16)
     var started: [(Process, String)] = []
@@ -243,7 +245,7 @@ if let cluster = postgres {
     ports = started.compactMap { URLComponents(string: $0.1)?.port }
     print(
         "\(options.cluster) instances of gatehouse serve on one PostgreSQL \(cluster.version) database "
-            + "(pool 16 each), ports \(ports.map(String.init).joined(separator: ", "))"
+            + "(durable: fsync, synchronous commit; pool 16 each), ports \(ports.map(String.init).joined(separator: ", "))"
     )
 } else {
     let (serve, url, _) = try startServer(database: databasePath)

@@ -62,8 +62,10 @@ public final class PostgresTestCluster: Sendable {
         self.binaries = binaries
     }
 
-    /// Creates and starts a cluster (see ``shared()`` for the process's one).
-    static func start() throws -> PostgresTestCluster {
+    /// Creates and starts a cluster of its own (see ``shared()`` for the process's one); stop it
+    /// with ``stop()``. `durable`: fsync and synchronous commits as a production server has them
+    /// (for measurements); otherwise off, as a throwaway test database can afford.
+    public static func start(durable: Bool = false) throws -> PostgresTestCluster {
         let binaries = try serverBinaries()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "gatehouse-postgres-\(UUID().uuidString)"
@@ -81,14 +83,15 @@ public final class PostgresTestCluster: Sendable {
             guard let port = LoopbackPort.free() else { throw PostgresTestClusterError("No free loopback port.") }
             do {
                 // Durability is the operating system's business in a throwaway cluster: no fsync.
+                let durability =
+                    durable ? "" : "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
                 try run(
                     binaries.appendingPathComponent("pg_ctl"),
                     [
                         "-D", data.path, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "60",
                         "-o",
-                        "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off "
-                            + "-c synchronous_commit=off -c full_page_writes=off -c max_connections=400 "
-                            + "-c max_pred_locks_per_transaction=256",
+                        "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 " + durability
+                            + "-c max_connections=400",
                         "start",
                     ],
                     asServerUser: true
@@ -104,7 +107,7 @@ public final class PostgresTestCluster: Sendable {
     }
 
     /// Stops the server at once and removes its files.
-    func stop() {
+    public func stop() {
         _ = try? Self.run(
             binaries.appendingPathComponent("pg_ctl"),
             ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"],

@@ -160,6 +160,29 @@ func withCluster(
     try cluster.dropSchema(schema)
 }
 
+/// A registered user's session whose access token `instances` have each answered once (and kept),
+/// then changed behind their backs: an answer of scope "read" comes from memory, "changed" from
+/// the database.
+func keptEverywhere(
+    _ fixture: Fixture,
+    _ instances: [HTTPTransport]
+) async throws -> (UserClient, TokenResponse) {
+    let client = try fixture.client()
+    _ = try await register(client)
+    let tokens = try #require(await client.sessionTokens)
+    for instance in instances {
+        #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
+    }
+    let hash = Data(SHA256.hash(data: Data(tokens.accessToken.utf8)))
+    try await fixture.write { db in
+        try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
+    }
+    for instance in instances {
+        #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
+    }
+    return (client, tokens)
+}
+
 @Suite(
     "Several instances on one PostgreSQL database",
     .serialized,
@@ -334,21 +357,7 @@ struct ClusterTests {
     @Test("a revocation at one instance ends the token in every instance's kept answers within the window")
     func revocationSeenEverywhere() async throws {
         try await withCluster { fixture, balancer, servers in
-            let client = try fixture.client()
-            _ = try await register(client)
-            let tokens = try #require(await client.sessionTokens)
-            // Every instance keeps the answer: changed behind their backs, the row is not what answers.
-            for instance in balancer.instances {
-                #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
-            }
-            let hash = Data(SHA256.hash(data: Data(tokens.accessToken.utf8)))
-            try await fixture.write { db in
-                try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
-            }
-            for instance in balancer.instances {
-                #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
-            }
-
+            let (client, tokens) = try await keptEverywhere(fixture, balancer.instances)
             // Logging out at one instance: the others hear of it within the window.
             await client.logout()
             let revoked = ContinuousClock.now
@@ -370,16 +379,8 @@ struct ClusterTests {
     @Test("an instance that loses its announcements keeps no answer until it hears them again")
     func lostAnnouncements() async throws {
         try await withCluster { fixture, balancer, _ in
-            let client = try fixture.client()
-            _ = try await register(client)
-            let tokens = try #require(await client.sessionTokens)
             let instance = balancer.instances[1]
-            #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
-            let hash = Data(SHA256.hash(data: Data(tokens.accessToken.utf8)))
-            try await fixture.write { db in
-                try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
-            }
-            #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
+            let (_, tokens) = try await keptEverywhere(fixture, [instance])
             // The database drops every listening connection: each instance forgets what it kept.
             let ended = try await fixture.read { db in
                 try Int.fetchOne(
@@ -404,15 +405,8 @@ struct ClusterTests {
     @Test("an instance whose announcements stall (the connection stays open) stops keeping answers within the window")
     func stalledAnnouncements() async throws {
         try await withCluster { fixture, balancer, servers in
-            let client = try fixture.client()
-            _ = try await register(client)
-            let tokens = try #require(await client.sessionTokens)
             let instance = balancer.instances[2]
-            #expect(try await introspect(via: instance, tokens.accessToken).answer?.scope == "read")
-            let hash = Data(SHA256.hash(data: Data(tokens.accessToken.utf8)))
-            try await fixture.write { db in
-                try db.execute(sql: "UPDATE tokens SET scope = 'changed' WHERE hash = ?", arguments: [hash])
-            }
+            let (_, tokens) = try await keptEverywhere(fixture, [instance])
             // The database process serving the listening connections stops: nothing is heard
             // any more, but no connection closes.
             let listeners = try await fixture.read { db in
