@@ -44,8 +44,18 @@ extension ServerStore {
                 sql: "SELECT id FROM profiles WHERE expires_at < ? LIMIT ?",
                 arguments: [now, limit]
             )
-            for profileID in expiredProfiles { try self.deleteProfile(profileID, now: now, db) }
-            report.profiles = expiredProfiles.count
+            for profileID in expiredProfiles {
+                // Still expired once locked: a registration renewed meanwhile stays.
+                guard
+                    try Bool.fetchOne(
+                        db,
+                        sql: "SELECT 1 FROM profiles WHERE id = ? AND expires_at < ? \(db.dialect.lockingRows)",
+                        arguments: [profileID, now]
+                    ) == true
+                else { continue }
+                try self.deleteProfile(profileID, now: now, db)
+                report.profiles += 1
+            }
             // A revoked family goes with its tokens; expired tokens go one by one, and a family
             // left without tokens after them.
             report.families = try delete("families", where: "revoked = TRUE", [])

@@ -9,7 +9,11 @@ extension ServerStore {
     func startRegistration(_ flow: FlowRow, proof: ProofUse) async throws -> FlowApplied {
         try await write { db in
             try self.record(proof, db)
-            try db.execute(sql: "DELETE FROM flows WHERE expires_at < ?", arguments: [proof.now - 3600])
+            // On PostgreSQL the janitor alone sweeps them: concurrent registrations would wait for
+            // each other over the same expired rows.
+            if db.dialect == .sqlite {
+                try db.execute(sql: "DELETE FROM flows WHERE expires_at < ?", arguments: [proof.now - 3600])
+            }
             let (machine, actions) = FlowMachine.start(flow.state.plan, counter: nil)
             var row = flow
             row.state = machine.state
@@ -29,7 +33,7 @@ extension ServerStore {
             guard let profileID = flow.profileID,
                 let profile = try SQLRow.fetchOne(
                     db,
-                    sql: "SELECT * FROM profiles WHERE id = ?",
+                    sql: "SELECT * FROM profiles WHERE id = ? \(db.dialect.lockingRows)",
                     arguments: [profileID]
                 )
             else {
@@ -268,7 +272,7 @@ extension ServerStore {
     /// last one's commit. SQLite's changes run one at a time anyway.
     func lockProfile(_ profileID: String, _ db: any SQLSession) throws {
         guard db.dialect == .postgres else { return }
-        try db.execute(sql: "SELECT 1 FROM profiles WHERE id = ? FOR UPDATE", arguments: [profileID])
+        try db.execute(sql: "SELECT 1 FROM profiles WHERE id = ? FOR NO KEY UPDATE", arguments: [profileID])
     }
 
     /// The profile's counter: its failures, and the attempts other live flows hold.

@@ -90,7 +90,8 @@ extension ServerStore {
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             let enrolment = try SQLRow.fetchOne(
                 db,
-                sql: "SELECT disenrolled, push_token FROM mobile_enrolments WHERE profile_id = ?",
+                sql:
+                    "SELECT disenrolled, push_token FROM mobile_enrolments WHERE profile_id = ? \(db.dialect.lockingRows)",
                 arguments: [session.profileID]
             )
             let disenrolled = enrolment?["disenrolled"] as Bool?

@@ -213,7 +213,8 @@ extension ServerStore {
             }
             let method = MobileAuthMethod(rawValue: row["method"]) ?? .confirmation
             guard method != .confirmation else {
-                try self.end(transactionID, status: .approved, reason: nil, now: proof.now, by: profileID, db)
+                guard try self.end(transactionID, status: .approved, reason: nil, now: proof.now, by: profileID, db)
+                else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
                 try db.execute(
                     sql: "UPDATE mobile_transactions SET authentication_method = 'confirmation' WHERE id = ?",
                     arguments: [transactionID]

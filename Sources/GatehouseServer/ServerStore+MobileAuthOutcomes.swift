@@ -19,7 +19,10 @@ extension ServerStore {
         )
         guard open == true else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
         let method = flow.state.plan.stages.first.map(\.plugin)
-        try end(id, status: .approved, reason: nil, now: now, by: flow.profileID, db)
+        // Ended by another device's answer (or superseded) since the check: not approved here.
+        guard try end(id, status: .approved, reason: nil, now: now, by: flow.profileID, db) else {
+            throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409)
+        }
         try db.execute(
             sql: "UPDATE mobile_transactions SET authentication_method = ? WHERE id = ?",
             arguments: [method, id]
@@ -56,6 +59,8 @@ extension ServerStore {
 
     /// Ends a pending transaction and, when it has a callback, puts the callback in the outbox. The
     /// sealed payloads go: nobody may read them any more, and a key that leaks later opens nothing.
+    /// False when it was no longer pending (another change ended it first).
+    @discardableResult
     func end(
         _ id: String,
         status: MobileAuthTransactionStatus,
@@ -63,7 +68,7 @@ extension ServerStore {
         now: Double,
         by profileID: String? = nil,
         _ db: any SQLSession
-    ) throws {
+    ) throws -> Bool {
         try db.execute(
             sql: """
                 UPDATE mobile_transactions SET status = ?, reason = ?, answered_at = ?, answered_by = ?,
@@ -72,11 +77,12 @@ extension ServerStore {
                 """,
             arguments: [status.rawValue, reason, now, profileID, now, id]
         )
-        guard db.changesCount == 1 else { return }
+        guard db.changesCount == 1 else { return false }
         try db.execute(
             sql: "UPDATE mobile_deliveries SET sealed = ? WHERE transaction_id = ?",
             arguments: [Data(), id]
         )
+        return true
     }
 
     // MARK: - The portal's side

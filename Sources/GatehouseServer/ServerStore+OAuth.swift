@@ -56,6 +56,8 @@ extension ServerStore {
         grant: @escaping ScopeGrant
     ) async throws -> AccessTokenResponse {
         try await write { db in
+            // The key checked below stays the profile's until this token is issued.
+            try self.lockProfile(profileID, db)
             guard
                 let profile = try SQLRow.fetchOne(
                     db,

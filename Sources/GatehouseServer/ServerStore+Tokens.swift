@@ -259,7 +259,7 @@ extension ServerStore {
             guard
                 let key = try String.fetchOne(
                     db,
-                    sql: "SELECT key_thumbprint FROM profiles WHERE id = ?",
+                    sql: "SELECT key_thumbprint FROM profiles WHERE id = ? \(db.dialect.lockingRows)",
                     arguments: [profileID]
                 )
             else { return false }
@@ -300,6 +300,8 @@ extension ServerStore {
                 sql: "DELETE FROM registrations WHERE profile_id = ? AND authenticator = ?",
                 arguments: [session.profileID, authenticator]
             )
+            // Removed by a request that ran at the same time: this one removed nothing.
+            guard db.changesCount == 1 else { throw ServerError(AuthenticationError(.authenticatorNotRegistered)) }
             return session.profileID
         }
     }

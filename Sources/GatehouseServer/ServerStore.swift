@@ -72,7 +72,7 @@ final class ServerStore: Sendable {
             do {
                 engine = try await PostgresEngine.open(location, logger: logger)
             } catch {
-                throw ServerDatabaseError("Cannot open \(location): \(PostgresSession.explained(error))")
+                throw ServerDatabaseError("Cannot open \(location): \(PostgresSession.describe(error))")
             }
         }
         do {
@@ -148,18 +148,21 @@ final class ServerStore: Sendable {
     func registerClient(appID: String, proof: ProofUse) async throws -> String {
         try await write { db in
             try self.record(proof, db)
-            if let existing = try String.fetchOne(
-                db,
-                sql: "SELECT id FROM clients WHERE key_thumbprint = ?",
-                arguments: [proof.keyThumbprint]
-            ) {
-                return existing
-            }
-            let id = Data.random(count: 16).base64URLEncodedString
+            // The same key registered twice at once (two instances): one row, both get its id.
             try db.execute(
-                sql: "INSERT INTO clients (id, app_id, key_thumbprint, created_at) VALUES (?, ?, ?, ?)",
-                arguments: [id, appID, proof.keyThumbprint, proof.now]
+                sql: """
+                    INSERT INTO clients (id, app_id, key_thumbprint, created_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (key_thumbprint) DO NOTHING
+                    """,
+                arguments: [Data.random(count: 16).base64URLEncodedString, appID, proof.keyThumbprint, proof.now]
             )
+            guard
+                let id = try String.fetchOne(
+                    db,
+                    sql: "SELECT id FROM clients WHERE key_thumbprint = ?",
+                    arguments: [proof.keyThumbprint]
+                )
+            else { throw ServerDatabaseError("The installation could not be stored.") }
             return id
         }
     }

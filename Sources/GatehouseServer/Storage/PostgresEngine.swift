@@ -65,8 +65,14 @@ final class PostgresEngine: StorageEngine {
             tls: location.requireTLS ? .require(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable
         )
         configuration.options.connectTimeout = .seconds(10)
-        // Named, so an operator tells Gatehouse's connections apart in pg_stat_activity.
-        configuration.options.additionalStartupParameters = [("application_name", "gatehouse")]
+        // Named, so an operator tells Gatehouse's connections apart in pg_stat_activity. Bounded:
+        // a change never waits more than 10 s for a row another holds, no statement runs more
+        // than 30 s, and a transaction whose instance vanished mid-way (its connection open but
+        // silent) gives its locks back after 60 s.
+        configuration.options.additionalStartupParameters = [
+            ("application_name", "gatehouse"), ("lock_timeout", "10s"), ("statement_timeout", "30s"),
+            ("idle_in_transaction_session_timeout", "60s"),
+        ]
         if let schema = location.schema {
             configuration.options.additionalStartupParameters.append(("search_path", schema))
         }
@@ -105,7 +111,7 @@ final class PostgresEngine: StorageEngine {
                         announcing: (channel, instanceID, { [weak self] message in self?.hear(.message(message)) })
                     )
                     do {
-                        try session.execute(sql: "BEGIN ISOLATION LEVEL READ COMMITTED")
+                        try session.begin("BEGIN ISOLATION LEVEL READ COMMITTED")
                         let value = try change(session)
                         try session.execute(sql: "COMMIT")
                         for action in session.committedActions { action() }
@@ -131,7 +137,7 @@ final class PostgresEngine: StorageEngine {
                 let session = PostgresSession(connection, logger: logger, announcing: nil)
                 do {
                     // One snapshot for the whole lookup, as SQLite's reads have.
-                    try session.execute(sql: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    try session.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     let value = try body(session)
                     try session.execute(sql: "COMMIT")
                     return value
@@ -143,7 +149,13 @@ final class PostgresEngine: StorageEngine {
         }
     }
 
-    func subscribe(_ handler: @escaping @Sendable (Announcement) -> Void) { subscribers.add(handler) }
+    /// A subscriber that comes while announcements may be missed hears so at once.
+    func subscribe(_ handler: @escaping @Sendable (Announcement) -> Void) {
+        liveness.withLock { state in
+            subscribers.add(handler)
+            if state.silent { handler(.interrupted) }
+        }
+    }
 
     func shutdown() async {
         for task in background.withLock({ tasks in
@@ -162,7 +174,18 @@ final class PostgresEngine: StorageEngine {
     // MARK: - Connections
 
     /// Runs `body` with a connection of the pool's (opened when none is idle); on a pool thread.
+    /// An idle connection the database dropped meanwhile (a restart, an idle timeout) is found
+    /// out by the transaction's first statement, before anything ran: `body` then runs once more
+    /// on a new connection.
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        do {
+            return try withLeasedConnection(body)
+        } catch is StaleConnection {
+            return try withLeasedConnection(body)
+        }
+    }
+
+    private func withLeasedConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         var connection = idle.withLock { $0.popLast() }
         if let existing = connection, existing.isClosed { connection = nil }
         let leased = try connection ?? connect()
@@ -172,7 +195,9 @@ final class PostgresEngine: StorageEngine {
             return value
         } catch {
             // A connection left inside a transaction (its ROLLBACK failed) is not handed on.
-            if !leased.isClosed, !((error as? PostgresSessionError)?.leftTransactionOpen ?? false) {
+            if !leased.isClosed, !(error is StaleConnection),
+                !((error as? PostgresSessionError)?.leftTransactionOpen ?? false)
+            {
                 idle.withLock { $0.append(leased) }
             } else {
                 leased.close().whenComplete { _ in }
@@ -217,7 +242,7 @@ final class PostgresEngine: StorageEngine {
                     connection = opened
                     try await opened.listen(on: channel) { notifications in
                         listened = true
-                        if started { self?.alive() } else { readiness.yield(.success(())) }
+                        if !started { readiness.yield(.success(())) }
                         started = true
                         for try await notification in notifications { self?.heard(notification.payload) }
                     }
@@ -245,53 +270,76 @@ final class PostgresEngine: StorageEngine {
         }
     }
 
-    /// `<instance> <message>`: this instance's own were heard at commit already.
+    /// `<instance> <message>`: this instance's own were heard at commit already; its own
+    /// heartbeats say the announcements still flow.
     private func heard(_ payload: String) {
-        alive()
         guard let space = payload.firstIndex(of: " ") else { return }
-        guard payload[..<space] != instanceID else { return }
-        hear(.message(String(payload[payload.index(after: space)...])))
+        let message = String(payload[payload.index(after: space)...])
+        guard payload[..<space] != instanceID else {
+            if message.hasPrefix("heartbeat ") { alive(sentAt: message.dropFirst("heartbeat ".count)) }
+            return
+        }
+        hear(.message(message))
     }
 
-    private func alive() {
-        let resumed = liveness.withLock { state in
+    /// Its own heartbeat came back: announcements flow, unless this one waited in a backlog.
+    private func alive(sentAt sent: Substring) {
+        guard let sentAt = UInt64(sent) else { return }
+        let lag = Double(DispatchTime.now().uptimeNanoseconds &- sentAt) / 1e9
+        guard lag < Self.silenceLimit.seconds else { return }
+        liveness.withLock { state in
             state.lastHeard = .now
-            defer { state.silent = false }
-            return state.silent
+            // Told in order, under the lock: an `interrupted` never overtakes this `resumed`.
+            if state.silent {
+                state.silent = false
+                subscribers.hear(.resumed)
+            }
         }
-        if resumed { hear(.resumed) }
     }
 
     private func silenced() {
-        let interrupted = liveness.withLock { state in
-            defer { state.silent = true }
-            return !state.silent
+        liveness.withLock { state in
+            if !state.silent {
+                state.silent = true
+                subscribers.hear(.interrupted)
+            }
         }
-        if interrupted { hear(.interrupted) }
     }
 
-    /// Announces a heartbeat every interval, and declares the announcements interrupted when
-    /// nothing was heard for the silence limit.
+    /// Sends a heartbeat every interval (from the pool), and, on a timer of its own that no busy
+    /// pool can hold up, declares the announcements interrupted when no heartbeat of this
+    /// instance came back for the silence limit.
     private func startHeartbeat() {
-        let task = Task { [weak self, threads, channel, instanceID] in
+        let sender = Task { [weak self, threads, channel, instanceID] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: Self.heartbeatInterval)
                 guard let self else { return }
+                let payload = instanceID + " heartbeat \(DispatchTime.now().uptimeNanoseconds)"
                 _ = try? await threads.runIfActive {
                     try self.withConnection { connection in
                         let session = PostgresSession(connection, logger: self.logger, announcing: nil)
-                        try session.execute(
-                            sql: "SELECT pg_notify(?, ?)",
-                            arguments: [channel, instanceID + " heartbeat"]
-                        )
+                        try session.execute(sql: "SELECT pg_notify(?, ?)", arguments: [channel, payload])
                     }
                 }
+            }
+        }
+        let watchdog = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.heartbeatInterval)
+                guard let self else { return }
                 if ContinuousClock.now - liveness.withLock({ $0.lastHeard }) > Self.silenceLimit { silenced() }
             }
         }
-        background.withLock { $0.append(task) }
+        background.withLock { $0 += [sender, watchdog] }
     }
 }
+
+extension Duration {
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
 /// A change or lookup's transaction on one connection, on the engine's pool thread.
 final class PostgresSession: SQLSession {
     private let connection: PostgresConnection
@@ -336,6 +384,18 @@ final class PostgresSession: SQLSession {
         )
         // This instance hears it at commit, before the change is acknowledged.
         afterCommit { announcing.hearOwn(message) }
+    }
+
+    /// Starts the transaction; ``StaleConnection`` when the connection turns out to be gone.
+    func begin(_ statement: String) throws {
+        do {
+            try execute(sql: statement)
+        } catch let error as PSQLError
+            where [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown]
+            .contains(error.code)
+        {
+            throw StaleConnection()
+        }
     }
 
     /// Ends the transaction after `error`; throws when the connection is left inside it.
@@ -428,23 +488,54 @@ final class PostgresSession: SQLSession {
         }
     }
 
+    /// Failures that say nothing about the request: the database is busy, restarting or gone
+    /// (a lock or statement timeout, too many connections, an administrator's shutdown, a lost
+    /// connection). The request may be tried again.
+    static func isUnavailable(_ error: PSQLError) -> Bool {
+        if let state = error.serverInfo?[.sqlState] {
+            return ["55P03", "57014", "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006"].contains(state)
+        }
+        return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(
+            error.code
+        )
+    }
+
     static func isSerializationFailure(_ error: any Error) -> Bool {
         guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
         return state == "40001" || state == "40P01"
     }
 
     /// PSQLError's description says nothing, by design (it may carry data); the store's own
-    /// errors pass through, the database's become a description an operator can act on.
+    /// errors pass through, the database's become a 503 (busy, unreachable) or a description an
+    /// operator can act on.
     static func explained(_ error: any Error) -> any Error {
         guard let error = error as? PSQLError else { return error }
         if isSerializationFailure(error) {
             return ServerError(503, "temporarily_unavailable", "The server is busy with this account; try again.")
         }
+        if isUnavailable(error) {
+            return ServerError(
+                503,
+                "temporarily_unavailable",
+                "The server's database is busy or unreachable; try again."
+            )
+        }
+        return PostgresSessionError(description: describe(error), leftTransactionOpen: false)
+    }
+
+    /// What went wrong, for an operator: the server's message and SQLSTATE, or (the server never
+    /// reached) what failed underneath: a refused or timed-out connection, a TLS handshake.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
         let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
-        let message = error.serverInfo?[.message] ?? "\(error.code)"
-        return PostgresSessionError(description: "PostgreSQL: \(message)\(state)", leftTransactionOpen: false)
+        let message =
+            error.serverInfo?[.message] ?? error.underlying.map { "\(error.code): \($0)" } ?? "\(error.code)"
+        return "PostgreSQL: \(message)\(state)"
     }
 }
+
+/// A pooled connection that was closed before its transaction began.
+struct StaleConnection: Error {}
 
 struct PostgresSessionError: Error, CustomStringConvertible {
     var description: String

@@ -134,12 +134,13 @@ enum SQLDialect: Sendable {
     case sqlite
     case postgres
 
-    /// Appended to a SELECT in a change: locks the rows it reads until the transaction ends.
-    /// SQLite's changes run one at a time anyway.
+    /// Appended to a SELECT in a change: locks the rows it reads until the transaction ends
+    /// (against other changes of them; not against foreign-key checks, which only need the
+    /// row to stay). SQLite's changes run one at a time anyway.
     var lockingRows: String {
         switch self {
         case .sqlite: ""
-        case .postgres: "FOR UPDATE"
+        case .postgres: "FOR NO KEY UPDATE"
         }
     }
 
