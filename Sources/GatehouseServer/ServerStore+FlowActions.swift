@@ -148,6 +148,14 @@ extension ServerStore {
     /// user, or allocate a new id. Two registrations of one user at once are refused.
     private func identify(_ identity: RegisteredIdentity, row: inout FlowRow, now: Double, _ db: any SQLSession) throws
     {
+        // On PostgreSQL, identifications of one user on one installation take turns (a lock held
+        // until commit), so the second sees the first's flow and is refused.
+        if db.dialect == .postgres {
+            try db.execute(
+                sql: "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+                arguments: ["identify \(row.clientID) \(row.identityProvider ?? "") \(identity.subject)"]
+            )
+        }
         let overlapping = try Bool.fetchOne(
             db,
             sql: """
@@ -197,6 +205,8 @@ extension ServerStore {
         guard let profileID = row.profileID, let subject = row.state.subject,
             let identityProvider = row.identityProvider, let profileKey = row.profileKey
         else { throw ServerError(500, "server_error", "The registration flow is incomplete.") }
+        // A re-registration replaces the profile's key: nothing may use the old one meanwhile.
+        try lockProfile(profileID, db)
         try db.execute(sql: "DELETE FROM families WHERE profile_id = ?", arguments: [profileID])
         try activeTokens.evictOnCommit(.profile(profileID), db)
         try db.execute(sql: "DELETE FROM registrations WHERE profile_id = ?", arguments: [profileID])
