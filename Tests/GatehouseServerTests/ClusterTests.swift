@@ -254,6 +254,11 @@ struct ClusterTests {
             let original = try #require(await client.sessionTokens)
             try await client.refreshSession()
             let rotated = try #require(await client.sessionTokens)
+            // Every instance keeps the rotated access token's answer: only the revocation's
+            // announcement can end it there.
+            for instance in balancer.instances {
+                #expect(try await introspect(via: instance, rotated.accessToken).answer?.active == true)
+            }
 
             let proof = try await client.dpopProof(method: "POST", url: balancer.baseURL + Endpoint.token)
             let reuse = try await balancer.instances[1].send(
