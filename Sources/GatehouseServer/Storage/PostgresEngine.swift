@@ -101,6 +101,15 @@ final class PostgresEngine: StorageEngine {
     }
 
     func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        do {
+            return try await runChange(change)
+        } catch {
+            // A connection that could not be opened, as any database failure: 503 or described.
+            throw PostgresSession.explained(error)
+        }
+    }
+
+    private func runChange<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await threads.runIfActive { [self] in
             try withConnection { connection in
                 var attempt = 1
@@ -132,6 +141,14 @@ final class PostgresEngine: StorageEngine {
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        do {
+            return try await runLookup(body)
+        } catch {
+            throw PostgresSession.explained(error)
+        }
+    }
+
+    private func runLookup<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await threads.runIfActive { [self] in
             try withConnection { connection in
                 let session = PostgresSession(connection, logger: logger, announcing: nil)
@@ -206,17 +223,14 @@ final class PostgresEngine: StorageEngine {
         }
     }
 
+    /// Opens a connection; its failure is explained by the caller (a request's, or start-up's).
     private func connect() throws -> PostgresConnection {
-        do {
-            return try PostgresConnection.connect(
-                on: eventLoops.next(),
-                configuration: configuration,
-                id: Int.random(in: 0...Int(Int32.max)),
-                logger: logger
-            ).wait()
-        } catch {
-            throw PostgresSession.explained(error)
-        }
+        try PostgresConnection.connect(
+            on: eventLoops.next(),
+            configuration: configuration,
+            id: Int.random(in: 0...Int(Int32.max)),
+            logger: logger
+        ).wait()
     }
 
     // MARK: - Announcements

@@ -8,8 +8,9 @@ import PostgresNIO
 /// and one that starts during an upgrade waits for it. An instance whose database has a
 /// migration it does not know (a newer version ran) refuses to start rather than guess.
 enum PostgresMigrations {
-    /// Any fixed number: it names the migration lock among the database's advisory locks.
-    static let lockKey: Int64 = 0x6761_7465_686F_7573
+    /// Any fixed number: with the schema's hash, it names the migration lock among the
+    /// database's advisory locks.
+    static let lockKey: Int32 = 0x6761_7465
 
     static let steps: [(identifier: String, statements: [String])] = [
         (
@@ -171,7 +172,11 @@ enum PostgresMigrations {
         }
         _ = try run("BEGIN")
         do {
-            _ = try run("SELECT pg_advisory_xact_lock(\(lockKey))")
+            // An instance starting while another migrates waits as long as that takes.
+            _ = try run("SET LOCAL lock_timeout = 0")
+            _ = try run("SET LOCAL statement_timeout = 0")
+            // One lock per schema: deployments in other schemas of the database migrate freely.
+            _ = try run("SELECT pg_advisory_xact_lock(\(lockKey), hashtext(current_schema()))")
             _ = try run(
                 """
                 CREATE TABLE IF NOT EXISTS gatehouse_migrations (identifier TEXT PRIMARY KEY,
