@@ -333,12 +333,13 @@ if !loadOperations.isEmpty {
                 let started = DispatchTime.now().uptimeNanoseconds
                 let connections = try await drive(workloads, ports: ports, seconds: seconds, group: group)
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                let serverAfter = serversCPUSeconds()
+                let databaseCPU = serverAfter.database - serverBefore.database
                 var figures = LevelFigures(
                     clients: level,
                     connections: connections,
                     elapsed: elapsed,
-                    serverCPU: serversCPUSeconds().instances - serverBefore.instances
-                        + serversCPUSeconds().database - serverBefore.database,
+                    serverCPU: serverAfter.instances - serverBefore.instances + databaseCPU,
                     generatorCPU: ownCPUSeconds() - ownBefore,
                     cores: cores,
                     floor: floor,
@@ -349,13 +350,12 @@ if !loadOperations.isEmpty {
                 figures.writtenBytes = serverWrittenBytes(serve.processIdentifier) - writtenBefore
                 print(figures.row)
                 if let postgres, figures.operations > 0 {
-                    let database = serversCPUSeconds().database - serverBefore.database
                     let rolledBack = try rollbacks(postgres) - rollbacksBefore
                     print(
                         String(
                             format:
                                 "        of the server CPU, PostgreSQL %.3f ms/op; transactions rolled back %.3f/op",
-                            database * 1000 / Double(figures.operations),
+                            databaseCPU * 1000 / Double(figures.operations),
                             Double(rolledBack) / Double(figures.operations)
                         )
                     )

@@ -67,18 +67,8 @@ public final class TokenServer: Sendable {
         pushTransports: [PushPlatform: any PushTransport] = [:],
         metrics: (any MetricsFactory)? = nil
     ) throws {
-        let plan = try Self.plan(manifest, registry: registry, environment: environment)
-        let store = try ServerStore(sqlitePath: databasePath, settings: plan.storeSettings)
-        self.init(
-            plan: plan,
-            store: store,
-            manifest: manifest,
-            registry: registry,
-            environment: environment,
-            extensions: extensions,
-            pushTransports: pushTransports,
-            metrics: metrics
-        )
+        let plan = try Self.plan(manifest, registry, environment, extensions, pushTransports, metrics)
+        self.init(plan: plan, store: try ServerStore(sqlitePath: databasePath, settings: plan.storeSettings))
     }
 
     /// A server for `manifest`'s plugins and `server` section, with its state in `database`
@@ -93,24 +83,16 @@ public final class TokenServer: Sendable {
         pushTransports: [PushPlatform: any PushTransport] = [:],
         metrics: (any MetricsFactory)? = nil
     ) async throws {
-        let plan = try Self.plan(manifest, registry: registry, environment: environment)
+        let plan = try Self.plan(manifest, registry, environment, extensions, pushTransports, metrics)
         let store = try await ServerStore.open(database, settings: plan.storeSettings, logger: environment.logger)
-        self.init(
-            plan: plan,
-            store: store,
-            manifest: manifest,
-            registry: registry,
-            environment: environment,
-            extensions: extensions,
-            pushTransports: pushTransports,
-            metrics: metrics
-        )
+        self.init(plan: plan, store: store)
     }
 
     /// Closes the database connections (PostgreSQL); the server answers nothing after.
     public func shutdown() async { await store.engine.shutdown() }
 
-    /// What the manifest asks of the server, checked before any state is opened.
+    /// What the server is made of but its state: the manifest's plugins and settings, checked
+    /// before any state is opened, and what the caller mounts and plugs in.
     private struct Plan {
         var configuration: ServerConfiguration
         var authenticators: [HostedAuthenticator]
@@ -118,6 +100,11 @@ public final class TokenServer: Sendable {
         var pinAuthenticator: HostedAuthenticator
         var defaultIdentityProvider: HostedIdentityProvider
         var registrationAuthenticators: [String]
+        var publishedConfiguration: [String: ConfigValue]
+        var environment: PluginEnvironment
+        var extensions: [any ServerExtension]
+        var pushTransports: [PushPlatform: any PushTransport]
+        var metrics: (any MetricsFactory)?
 
         var storeSettings: ServerStore.Settings {
             ServerStore.Settings(
@@ -136,8 +123,11 @@ public final class TokenServer: Sendable {
 
     private static func plan(
         _ manifest: Manifest,
-        registry: PluginRegistry,
-        environment: PluginEnvironment
+        _ registry: PluginRegistry,
+        _ environment: PluginEnvironment,
+        _ extensions: [any ServerExtension],
+        _ pushTransports: [PushPlatform: any PushTransport],
+        _ metrics: (any MetricsFactory)?
     ) throws -> Plan {
         let plugins = try registry.load(manifest, environment: environment, sides: .server)
         let configuration = try manifest.section("server", as: ServerConfiguration.self)
@@ -191,20 +181,23 @@ public final class TokenServer: Sendable {
             identityProviders: identityProviders,
             pinAuthenticator: pin,
             defaultIdentityProvider: defaultProvider,
-            registrationAuthenticators: enrolled
+            registrationAuthenticators: enrolled,
+            publishedConfiguration: Dictionary(
+                manifest.entries.filter { $0.kind != .validator }.compactMap { entry in
+                    let published = registry.publishedConfiguration(of: entry)
+                    return published == .object([:]) ? nil : (entry.id, published)
+                },
+                uniquingKeysWith: { first, _ in first }
+            ),
+            environment: environment,
+            extensions: extensions,
+            pushTransports: pushTransports,
+            metrics: metrics
         )
     }
 
-    private init(
-        plan: Plan,
-        store: ServerStore,
-        manifest: Manifest,
-        registry: PluginRegistry,
-        environment: PluginEnvironment,
-        extensions: [any ServerExtension],
-        pushTransports: [PushPlatform: any PushTransport],
-        metrics: (any MetricsFactory)?
-    ) {
+    private init(plan: Plan, store: ServerStore) {
+        let environment = plan.environment
         configuration = plan.configuration
         authenticators = plan.authenticators
         identityProviders = plan.identityProviders
@@ -213,13 +206,7 @@ public final class TokenServer: Sendable {
         registrationAuthenticators = plan.registrationAuthenticators
         self.store = store
         nonces = DPoPNonces(secret: store.dpopNonceSecret)
-        publishedConfiguration = Dictionary(
-            manifest.entries.filter { $0.kind != .validator }.compactMap { entry in
-                let published = registry.publishedConfiguration(of: entry)
-                return published == .object([:]) ? nil : (entry.id, published)
-            },
-            uniquingKeysWith: { first, _ in first }
-        )
+        publishedConfiguration = plan.publishedConfiguration
         registrationLimiter = RateLimiter(
             perMinute: configuration.rateLimitPerMinute,
             burst: configuration.rateLimitBurst
@@ -231,9 +218,9 @@ public final class TokenServer: Sendable {
         // The audit trail is kept whatever level the rest of the log is set to.
         audit.logLevel = min(audit.logLevel, .notice)
         self.audit = audit
-        self.metrics = ServerMetrics(factory: metrics ?? MetricsSystem.factory)
-        self.extensions = extensions
-        self.pushTransports = pushTransports
+        metrics = ServerMetrics(factory: plan.metrics ?? MetricsSystem.factory)
+        extensions = plan.extensions
+        pushTransports = plan.pushTransports
         callbacks = configuration.mobileAuth.map {
             CallbackDispatcher(store: store, configuration: $0, clock: environment.clock, logger: environment.logger)
         }

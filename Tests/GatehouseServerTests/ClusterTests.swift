@@ -183,6 +183,18 @@ func keptEverywhere(
     return (client, tokens)
 }
 
+/// `instance`'s introspection of `token`, asked until it no longer comes from memory (scope
+/// "read", see ``keptEverywhere(_:_:)``), for 5 s at most.
+func answerOnceForgotten(_ instance: HTTPTransport, _ token: String) async throws -> IntrospectionResponse? {
+    let asked = ContinuousClock.now
+    var answer = try await introspect(via: instance, token).answer
+    while answer?.scope == "read", ContinuousClock.now - asked < .seconds(5) {
+        try await Task.sleep(for: .milliseconds(10))
+        answer = try await introspect(via: instance, token).answer
+    }
+    return answer
+}
+
 @Suite(
     "Several instances on one PostgreSQL database",
     .serialized,
@@ -418,12 +430,7 @@ struct ClusterTests {
                 )
             }
             #expect((ended ?? 0) >= 3)
-            let cut = ContinuousClock.now
-            var answer = try await introspect(via: instance, tokens.accessToken).answer
-            while answer?.scope == "read", ContinuousClock.now - cut < .seconds(5) {
-                try await Task.sleep(for: .milliseconds(10))
-                answer = try await introspect(via: instance, tokens.accessToken).answer
-            }
+            let answer = try await answerOnceForgotten(instance, tokens.accessToken)
             #expect(answer?.scope == "changed")
         }
     }
@@ -445,11 +452,7 @@ struct ClusterTests {
             for pid in listeners { kill(pid_t(pid), SIGSTOP) }
             defer { for pid in listeners { kill(pid_t(pid), SIGCONT) } }
             let stalled = ContinuousClock.now
-            var answer = try await introspect(via: instance, tokens.accessToken).answer
-            while answer?.scope == "read", ContinuousClock.now - stalled < .seconds(5) {
-                try await Task.sleep(for: .milliseconds(10))
-                answer = try await introspect(via: instance, tokens.accessToken).answer
-            }
+            let answer = try await answerOnceForgotten(instance, tokens.accessToken)
             let noticed = ContinuousClock.now - stalled
             #expect(answer?.scope == "changed")
             // Every instance stops trusting its kept answers within the window (each on its own

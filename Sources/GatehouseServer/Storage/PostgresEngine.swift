@@ -88,9 +88,7 @@ final class PostgresEngine: StorageEngine {
         let engine = try PostgresEngine(location: location, logger: logger)
         engine.threads.start()
         do {
-            try await engine.threads.runIfActive {
-                try engine.withConnection { try PostgresMigrations.apply(on: $0, logger: logger) }
-            }
+            try await engine.onPool { try PostgresMigrations.apply(on: $0, logger: logger) }
             try await engine.startListening()
             engine.startHeartbeat()
         } catch {
@@ -101,68 +99,65 @@ final class PostgresEngine: StorageEngine {
     }
 
     func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        do {
-            return try await runChange(change)
-        } catch {
-            // A connection that could not be opened, as any database failure: 503 or described.
-            throw PostgresSession.explained(error)
-        }
-    }
-
-    private func runChange<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await threads.runIfActive { [self] in
-            try withConnection { connection in
-                var attempt = 1
-                while true {
-                    let session = PostgresSession(
-                        connection,
-                        logger: logger,
-                        announcing: (channel, instanceID, { [weak self] message in self?.hear(.message(message)) })
-                    )
-                    do {
-                        try session.begin("BEGIN ISOLATION LEVEL READ COMMITTED")
-                        let value = try change(session)
-                        try session.execute(sql: "COMMIT")
-                        for action in session.committedActions { action() }
-                        return value
-                    } catch {
-                        try session.rollBack(after: error)
-                        guard PostgresSession.isSerializationFailure(error), attempt < Self.maximumAttempts else {
-                            throw PostgresSession.explained(error)
-                        }
-                        // Rivals that collided start again at different moments, further apart
-                        // each time (100 µs doubling up to 12.8 ms, jittered).
-                        usleep(UInt32.random(in: 0...(100 << UInt32(min(attempt, 8)))))
-                        attempt += 1
-                    }
-                }
-            }
-        }
+        try await explainingFailures { try await self.onPool { try self.run(change, on: $0) } }
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        do {
-            return try await runLookup(body)
-        } catch {
-            throw PostgresSession.explained(error)
+        try await explainingFailures { try await self.onPool { try self.look(body, on: $0) } }
+    }
+
+    /// A change in its transaction, run again from the start after a deadlock.
+    private func run<T>(_ change: (any SQLSession) throws -> T, on connection: PostgresConnection) throws -> T {
+        var attempt = 1
+        while true {
+            let session = PostgresSession(
+                connection,
+                logger: logger,
+                announcing: (channel, instanceID, { [weak self] message in self?.hear(.message(message)) })
+            )
+            do {
+                try session.begin("BEGIN ISOLATION LEVEL READ COMMITTED")
+                let value = try change(session)
+                try session.execute(sql: "COMMIT")
+                for action in session.committedActions { action() }
+                return value
+            } catch {
+                try session.rollBack(after: error)
+                guard PostgresSession.isSerializationFailure(error), attempt < Self.maximumAttempts else { throw error }
+                // Rivals that collided start again at different moments, further apart each time
+                // (100 µs doubling up to 12.8 ms, jittered).
+                usleep(UInt32.random(in: 0...(100 << UInt32(min(attempt, 8)))))
+                attempt += 1
+            }
         }
     }
 
-    private func runLookup<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await threads.runIfActive { [self] in
-            try withConnection { connection in
-                let session = PostgresSession(connection, logger: logger, announcing: nil)
-                do {
-                    // One snapshot for the whole lookup, as SQLite's reads have.
-                    try session.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    let value = try body(session)
-                    try session.execute(sql: "COMMIT")
-                    return value
-                } catch {
-                    try session.rollBack(after: error)
-                    throw PostgresSession.explained(error)
-                }
-            }
+    /// A lookup in one snapshot, as SQLite's reads have.
+    private func look<T>(_ body: (any SQLSession) throws -> T, on connection: PostgresConnection) throws -> T {
+        let session = PostgresSession(connection, logger: logger, announcing: nil)
+        do {
+            try session.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let value = try body(session)
+            try session.execute(sql: "COMMIT")
+            return value
+        } catch {
+            try session.rollBack(after: error)
+            throw error
+        }
+    }
+
+    /// Runs `body` on a thread of the pool with a connection of its own.
+    private func onPool<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await threads.runIfActive { try self.withConnection(body) }
+    }
+
+    /// What a request hears of a database failure: 503 when it may try again, else a description
+    /// (a connection that could not be opened included).
+    private func explainingFailures<T>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch {
+            throw PostgresSession.explained(error)
         }
     }
 
@@ -268,7 +263,7 @@ final class PostgresEngine: StorageEngine {
                     if listened {
                         logger.warning(
                             "Lost the database's announcements; listening again",
-                            metadata: ["error": "\(String(reflecting: PostgresSession.explained(error)))"]
+                            metadata: ["error": "\(PostgresSession.describe(error))"]
                         )
                     }
                 }
@@ -299,8 +294,8 @@ final class PostgresEngine: StorageEngine {
     /// Its own heartbeat came back: announcements flow, unless this one waited in a backlog.
     private func alive(sentAt sent: Substring) {
         guard let sentAt = UInt64(sent) else { return }
-        let lag = Double(DispatchTime.now().uptimeNanoseconds &- sentAt) / 1e9
-        guard lag < Self.silenceLimit.seconds else { return }
+        let lag = Duration.nanoseconds(Int64(bitPattern: DispatchTime.now().uptimeNanoseconds &- sentAt))
+        guard lag < Self.silenceLimit else { return }
         liveness.withLock { state in
             state.lastHeard = .now
             // Told in order, under the lock: an `interrupted` never overtakes this `resumed`.
@@ -324,16 +319,14 @@ final class PostgresEngine: StorageEngine {
     /// pool can hold up, declares the announcements interrupted when no heartbeat of this
     /// instance came back for the silence limit.
     private func startHeartbeat() {
-        let sender = Task { [weak self, threads, channel, instanceID] in
+        let sender = Task { [weak self, channel, instanceID] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: Self.heartbeatInterval)
                 guard let self else { return }
                 let payload = instanceID + " heartbeat \(DispatchTime.now().uptimeNanoseconds)"
-                _ = try? await threads.runIfActive {
-                    try self.withConnection { connection in
-                        let session = PostgresSession(connection, logger: self.logger, announcing: nil)
-                        try session.execute(sql: "SELECT pg_notify(?, ?)", arguments: [channel, payload])
-                    }
+                _ = try? await self.onPool { connection in
+                    let session = PostgresSession(connection, logger: self.logger, announcing: nil)
+                    try session.execute(sql: "SELECT pg_notify(?, ?)", arguments: [channel, payload])
                 }
             }
         }
@@ -345,12 +338,6 @@ final class PostgresEngine: StorageEngine {
             }
         }
         background.withLock { $0 += [sender, watchdog] }
-    }
-}
-
-extension Duration {
-    fileprivate var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
 
