@@ -93,6 +93,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// waits for its next request, the only time the timer runs.
     private var requestsRead = 0
     private var responsesWritten = 0
+    /// Response heads written: one more than `responsesWritten` while a response streams.
+    private var responsesStarted = 0
 
     init(requestTimeout: Duration, ledger: ConnectionLedger) {
         self.requestTimeout = .nanoseconds(requestTimeout.nanoseconds)
@@ -126,11 +128,26 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
+        switch unwrapOutboundIn(data) {
+        case .head: responsesStarted += 1
+        case .end:
             responsesWritten += 1
             if responsesWritten >= requestsRead { arm(context) }
+        case .body: break
         }
         context.write(data, promise: promise)
+    }
+
+    /// A client that closes its side while its response streams (an events channel) has gone:
+    /// nobody reads what follows, so the connection and its slot are given back now rather than
+    /// at the next keep-alive write that fails. A client that half-closes after a whole request
+    /// and waits for an ordinary answer still gets it.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed, responsesStarted > responsesWritten {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     private func arm(_ context: ChannelHandlerContext) {

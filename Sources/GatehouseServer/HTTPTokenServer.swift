@@ -50,7 +50,8 @@ public enum HTTPTokenServer {
                     duration: .zero
                 )
                 return response(
-                    ServerError(413, "invalid_request", "The request body is larger than \(limit) bytes.").response
+                    ServerError(413, "invalid_request", "The request body is larger than \(limit) bytes.").response,
+                    connectionClosed: nil
                 )
             }
             // A field sent twice is one comma-separated value (RFC 9110 §5.3): two DPoP proofs or
@@ -68,8 +69,11 @@ public enum HTTPTokenServer {
                 body: Data(body.readableBytesView),
                 clientAddress: context.remoteAddress?.ipAddress
             )
-            return response(await server.handle(wire))
+            return response(await server.handle(wire), connectionClosed: context.connectionClosed)
         }
+        // Events channels never take more than half the connection slots: the rest stay for
+        // everything else, `/health` included.
+        server.limitEventChannels(to: max(1, limits.effectiveMaxConnections / 2))
         let ledger = ConnectionLedger(limit: limits.maxConnectionsPerAddress)
         let requestTimeout = limits.requestTimeout
         return Application(
@@ -93,7 +97,7 @@ public enum HTTPTokenServer {
         )
     }
 
-    private static func response(_ wire: WireResponse) -> Response {
+    private static func response(_ wire: WireResponse, connectionClosed: EventLoopFuture<Void>?) -> Response {
         var fields = HTTPFields()
         for (name, value) in wire.headers {
             if let fieldName = HTTPField.Name(name) { fields[fieldName] = value }
@@ -118,6 +122,9 @@ public enum HTTPTokenServer {
                     continuation.finish()
                 }
                 defer { pump.cancel() }
+                // A client that went away ends its stream now, not at the next write that fails
+                // (ConnectionGuardHandler closes a streaming connection its client closed).
+                connectionClosed?.whenComplete { _ in continuation.finish() }
                 try await withGracefulShutdownHandler {
                     for await chunk in relay { try await writer.write(ByteBuffer(bytes: chunk)) }
                 } onGracefulShutdown: {
@@ -133,9 +140,12 @@ public enum HTTPTokenServer {
 struct AddressedRequestContext: RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     let remoteAddress: SocketAddress?
+    /// Completed when the connection closes, whoever closes it.
+    let connectionClosed: EventLoopFuture<Void>
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        connectionClosed = source.channel.closeFuture
     }
 }

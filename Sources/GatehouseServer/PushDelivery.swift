@@ -110,26 +110,47 @@ public struct FCMPushTransport: PushTransport {
 /// what it has not sent yet from the store, so a channel that reconnects (with `Last-Event-ID`)
 /// misses nothing and a wake-up lost in a race costs nothing.
 final class EventChannelHub: Sendable {
-    private let listeners = Mutex<[String: [UUID: AsyncStream<Void>.Continuation]]>([:])
+    private let listeners = Mutex<(byProfile: [String: [UUID: AsyncStream<Void>.Continuation]], count: Int)>(([:], 0))
+    /// Channels open at once, all profiles together: streaming answers are exempt from the
+    /// request timeout, so without a cap they could take every connection slot.
+    private let maxChannels: Atomic<Int>
 
     /// Open channels one profile may have: a device needs one, a few for its reconnects.
     static let maxChannelsPerProfile = 4
 
-    /// A stream that yields whenever `profileID` may have something new; nil when the profile
-    /// already has its most channels open.
-    func listen(_ profileID: String) -> AsyncStream<Void>? {
+    /// Why a channel was not opened.
+    enum Refusal: Error {
+        case profileFull
+        case serverFull
+    }
+
+    init(maxChannels: Int) {
+        self.maxChannels = Atomic(maxChannels)
+    }
+
+    /// Lowers the cap (never raises it).
+    func limit(to channels: Int) {
+        _ = maxChannels.min(channels, ordering: .relaxed)
+    }
+
+    /// A stream that yields whenever `profileID` may have something new.
+    func listen(_ profileID: String) throws(Refusal) -> AsyncStream<Void> {
         let id = UUID()
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let admitted = listeners.withLock { listeners in
-            guard (listeners[profileID]?.count ?? 0) < Self.maxChannelsPerProfile else { return false }
-            listeners[profileID, default: [:]][id] = continuation
-            return true
+        let cap = maxChannels.load(ordering: .relaxed)
+        let refusal = listeners.withLock { listeners -> Refusal? in
+            guard listeners.count < cap else { return .serverFull }
+            guard (listeners.byProfile[profileID]?.count ?? 0) < Self.maxChannelsPerProfile else { return .profileFull }
+            listeners.byProfile[profileID, default: [:]][id] = continuation
+            listeners.count += 1
+            return nil
         }
-        guard admitted else { return nil }
+        if let refusal { throw refusal }
         continuation.onTermination = { [weak self] _ in
             self?.listeners.withLock { listeners in
-                listeners[profileID]?[id] = nil
-                if listeners[profileID]?.isEmpty == true { listeners[profileID] = nil }
+                guard listeners.byProfile[profileID]?.removeValue(forKey: id) != nil else { return }
+                listeners.count -= 1
+                if listeners.byProfile[profileID]?.isEmpty == true { listeners.byProfile[profileID] = nil }
             }
         }
         continuation.yield()
@@ -137,7 +158,7 @@ final class EventChannelHub: Sendable {
     }
 
     func wake(_ profileID: String) {
-        let waiting = listeners.withLock { Array(($0[profileID] ?? [:]).values) }
+        let waiting = listeners.withLock { Array(($0.byProfile[profileID] ?? [:]).values) }
         for continuation in waiting { continuation.yield() }
     }
 
@@ -154,12 +175,12 @@ final class EventChannelHub: Sendable {
             guard message.hasPrefix(Self.wakePrefix) else { return }
             wake(String(message.dropFirst(Self.wakePrefix.count)))
         case .resumed:
-            let waiting = listeners.withLock { $0.values.flatMap(\.values) }
+            let waiting = listeners.withLock { $0.byProfile.values.flatMap(\.values) }
             for continuation in waiting { continuation.yield() }
         case .interrupted:
             break
         }
     }
 
-    var listenerCount: Int { listeners.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+    var listenerCount: Int { listeners.withLock { $0.count } }
 }

@@ -139,6 +139,9 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// embedded server has no addresses. Behind a proxy every request has the proxy's address.
     public var rateLimitPerMinute: Int
     public var rateLimitBurst: Int
+    /// Mobile-auth events channels open at once on one instance, all profiles together
+    /// (1–100000, default 256); over HTTP never more than half the connection slots.
+    public var maxEventChannels: Int
 
     /// An API that checks Gatehouse tokens by introspection.
     public struct ResourceServer: Decodable, Sendable, Equatable {
@@ -166,7 +169,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
             maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL, requireDPoPNonce, resourceServers,
             cleanupInterval, cleanupBatch, idleInstallationLifetime, webSessionLifetime, rateLimitPerMinute,
-            rateLimitBurst
+            rateLimitBurst, maxEventChannels
     }
 
     public init() {
@@ -188,6 +191,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         idleInstallationLifetime = 30 * 86400
         rateLimitPerMinute = 30
         rateLimitBurst = 30
+        maxEventChannels = 256
     }
 
     public init(from decoder: any Decoder) throws {
@@ -233,6 +237,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         )
         rateLimitPerMinute = try container.decode(Int.self, forKey: .rateLimitPerMinute, default: 30, in: 0...100_000)
         rateLimitBurst = try container.decode(Int.self, forKey: .rateLimitBurst, default: 30, in: 1...100_000)
+        maxEventChannels = try container.decode(Int.self, forKey: .maxEventChannels, default: 256, in: 1...100_000)
         guard Set(resourceServers.map(\.id)).count == resourceServers.count else {
             throw container.invalid(.resourceServers, "each resource server id must be unique")
         }

@@ -70,6 +70,7 @@ extension ServerStore {
             report.proofs = try delete("dpop_proofs", where: "expires_at < ?", [now])
             report.webLogins = try delete("web_login_tokens", where: "expires_at < ?", [now])
             report.webLogins += try delete("web_sessions", where: "expires_at < ?", [now])
+            report.proofs += try delete("replayed_grants", where: "expires_at < ?", [now])
             // An installation that registered its key long ago and has nothing left: no profile,
             // no device token, no flow.
             report.installations = try delete(

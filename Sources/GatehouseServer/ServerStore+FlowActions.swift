@@ -86,6 +86,17 @@ extension ServerStore {
                         """,
                     arguments: [grant, grant, row.identityProvider, subject]
                 )
+                // A session its first redeemer finishes later is refused too: remembered longer
+                // than any flow that redeemed it may run (flows live an hour at most).
+                if let grant {
+                    try db.execute(
+                        sql: #"""
+                            INSERT INTO replayed_grants ("grant", expires_at) VALUES (?, ?)
+                            ON CONFLICT ("grant") DO NOTHING
+                            """#,
+                        arguments: [grant, now + 2 * 3600]
+                    )
+                }
                 try activeTokens.evictOnCommit(.all, db)
                 events.append(.userSessionsRevoked)
             case .approveTransaction:
@@ -248,5 +259,7 @@ extension ServerStore {
         try endTransactions(askedOf: profileID, reason: "user_deregistered", now: now, db)
         try db.execute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
         try activeTokens.evictOnCommit(.profile(profileID), db)
+        // Its events channels, on whichever instance, look again, find it gone, and end.
+        try db.announce(EventChannelHub.wakeAnnouncement(profileID))
     }
 }

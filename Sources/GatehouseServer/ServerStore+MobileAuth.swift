@@ -55,6 +55,8 @@ extension ServerStore {
                         arguments: [other]
                     )
                     try self.endTransactions(askedOf: other, reason: "device_disenrolled", now: proof.now, db)
+                    // Its events channels look again, find it disenrolled, and end.
+                    try db.announce(EventChannelHub.wakeAnnouncement(other))
                 }
             case .single, .multiple: break
             }

@@ -82,6 +82,19 @@ extension ServerStore {
                 arguments: [profileID]
             )
         else { throw ServerError.userDeregistered }
+        if let grant = flow.state.grant,
+            try Bool.fetchOne(db, sql: #"SELECT TRUE FROM replayed_grants WHERE "grant" = ?"#, arguments: [grant])
+                == true
+        {
+            throw ServerError(
+                RegistrationError(
+                    .externalIdentityProviderFailure,
+                    message:
+                        "The sign-in this registration came from was used twice; nothing was issued. Sign in again."
+                ),
+                status: 400
+            )
+        }
         return try issueTokens(
             profileID: profileID,
             keyThumbprint: profile["key_thumbprint"],

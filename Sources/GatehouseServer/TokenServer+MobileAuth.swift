@@ -157,13 +157,24 @@ extension TokenServer {
         // Unbounded: what is queued is bounded by the profile's pending transactions, and a dropped
         // chunk would be a missed request (its id is already past `Last-Event-ID`).
         let (stream, continuation) = AsyncStream<Data>.makeStream()
-        guard let wakes = hub.listen(profileID) else {
+        let wakes: AsyncStream<Void>
+        do {
+            wakes = try hub.listen(profileID)
+        } catch .profileFull {
             var busy = ServerError(
                 429,
                 "temporarily_unavailable",
                 "This profile has \(EventChannelHub.maxChannelsPerProfile) event channels open already; close one."
             )
             busy.headers["Retry-After"] = "5"
+            throw busy
+        } catch .serverFull {
+            var busy = ServerError(
+                503,
+                "temporarily_unavailable",
+                "The server has as many event channels open as it keeps; try again later, or fetch pending requests."
+            )
+            busy.headers["Retry-After"] = "30"
             throw busy
         }
         let tasks = Mutex<[Task<Void, Never>]>([])

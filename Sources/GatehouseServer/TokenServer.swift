@@ -31,7 +31,7 @@ public final class TokenServer: Sendable {
     let extensions: [any ServerExtension]
     /// Where pushes go, by the device's platform; the events channel is the server's own.
     let pushTransports: [PushPlatform: any PushTransport]
-    let hub = EventChannelHub()
+    let hub: EventChannelHub
     /// Sends the portal's callbacks (with mobile authentication configured).
     let callbacks: CallbackDispatcher?
     let nonces: DPoPNonces
@@ -205,6 +205,7 @@ public final class TokenServer: Sendable {
         defaultIdentityProvider = plan.defaultIdentityProvider
         registrationAuthenticators = plan.registrationAuthenticators
         self.store = store
+        hub = EventChannelHub(maxChannels: configuration.maxEventChannels)
         nonces = DPoPNonces(secret: store.dpopNonceSecret)
         publishedConfiguration = plan.publishedConfiguration
         registrationLimiter = RateLimiter(
@@ -248,6 +249,28 @@ public final class TokenServer: Sendable {
             ]
         )
         return response
+    }
+
+    /// Lowers the cap on events channels open at once (the HTTP server keeps half its
+    /// connection slots for other requests).
+    func limitEventChannels(to channels: Int) { hub.limit(to: channels) }
+
+    /// How long `/ready` waits for the database: a probe must get its answer before the
+    /// orchestrator's own timeout, whatever the database does.
+    static let readinessTimeout: Duration = .seconds(2)
+
+    /// Whether the database answers a lookup within `limit`; a lookup still running then is
+    /// cancelled (on PostgreSQL, its connection closed).
+    private func checkReadiness(within limit: Duration) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.store.checkReadiness() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                throw ServerDatabaseError("no answer within \(limit)")
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
     }
 
     /// The endpoint `path` belongs to, from a closed set: a template, a mounted extension's
@@ -296,7 +319,7 @@ public final class TokenServer: Sendable {
         case Endpoint.ready:
             try require("GET", request)
             do {
-                try await store.checkReadiness()
+                try await checkReadiness(within: Self.readinessTimeout)
             } catch {
                 logger.error("Not ready: the database did not answer", metadata: ["error": "\(error)"])
                 throw ServerError(503, "temporarily_unavailable", "The database does not answer.")

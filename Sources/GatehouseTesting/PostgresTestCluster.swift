@@ -106,6 +106,42 @@ public final class PostgresTestCluster: Sendable {
         throw lastError ?? PostgresTestClusterError("The test cluster did not start.")
     }
 
+    /// How ``restart(_:)`` stops the server (`pg_ctl -m`).
+    public enum StopMode: String, Sendable, CaseIterable {
+        /// Sessions are ended, transactions rolled back, a checkpoint written.
+        case fast
+        /// Every process is killed; the next start recovers from the write-ahead log, as after a crash.
+        case immediate
+    }
+
+    /// Stops the server the way `mode` says and starts it again on the same port, waiting until
+    /// it accepts connections.
+    public func restart(_ mode: StopMode) throws {
+        try Self.run(
+            binaries.appendingPathComponent("pg_ctl"),
+            [
+                "-D", directory.appendingPathComponent("data").path, "-l",
+                directory.appendingPathComponent("server.log").path, "-m", mode.rawValue, "-w", "-t", "60", "restart",
+            ],
+            asServerUser: true
+        )
+    }
+
+    /// The server's processes: the postmaster and its children (backends and helpers).
+    public var processIDs: [Int32] {
+        guard let postmaster = postmasterPID else { return [] }
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        let children = processes.compactMap(Int32.init).filter { pid in
+            // /proc/PID/stat: "pid (name) state ppid …"; the name may hold spaces, not ")".
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let closing = stat.lastIndex(of: ")")
+            else { return false }
+            let fields = stat[stat.index(after: closing)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == postmaster
+        }
+        return [postmaster] + children
+    }
+
     /// Stops the server at once and removes its files.
     public func stop() {
         _ = try? Self.run(

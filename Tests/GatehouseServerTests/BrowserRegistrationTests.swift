@@ -161,6 +161,58 @@ struct BrowserRegistrationTests {
     }
 }
 
+extension BrowserRegistrationTests {
+    @Test(
+        "a code replayed while its first redeemer still chooses a PIN: that registration, finished after, gets no session",
+        arguments: Mode.allCases
+    )
+    func replayBeforeTheFirstRedeemerFinishes(mode: Mode) async throws {
+        try await withLoginServer(mode) { client, _, transport, attacker in
+            let browser = HeadlessLoginBrowser(
+                transport: transport,
+                username: "ann@example.com",
+                password: "correct horse"
+            )
+            let captured = CapturedRedirect()
+            let replayed = Gate()
+            // Ann's registration redeems the code, then waits at the PIN prompt until the replay.
+            let ann = Task {
+                try await client.registerUser(
+                    identityProvider: "web",
+                    delegate: CapturingDelegate(browser: browser, captured: captured, beforePin: replayed)
+                )
+            }
+            // The server redeemed the code once the PIN is asked for.
+            for _ in 0..<400 where await !replayed.hasArrived { try await Task.sleep(for: .milliseconds(25)) }
+            let stolen = try #require(await captured.code)
+            await #expect(throws: RegistrationError.self) {
+                try await attacker.registerUser(identityProvider: "web", delegate: ReplayingDelegate(code: stolen))
+            }
+            await replayed.open()
+            // The first redeemer's registration, finished after the replay, is refused: no session.
+            await #expect(throws: (any Error).self) { try await ann.value }
+            await #expect(throws: (any Error).self) { try await client.fetchProfileResource() }
+        }
+    }
+}
+
+/// Holds whoever arrives until opened.
+private actor Gate {
+    private var isOpen = false
+    private(set) var hasArrived = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    func open() {
+        isOpen = true
+        for continuation in waiting { continuation.resume() }
+        waiting = []
+    }
+    func arriveAndWait() async {
+        hasArrived = true
+        if isOpen { return }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+}
+
 private actor CapturedRedirect {
     var code: String?
     func keep(_ url: URL) {
@@ -172,12 +224,17 @@ private actor CapturedRedirect {
 private struct CapturingDelegate: RegistrationDelegate {
     let browser: HeadlessLoginBrowser
     let captured: CapturedRedirect
+    /// Opened before the PIN is chosen, when given.
+    var beforePin: Gate?
     func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
         guard let redirect = try? await browser.signIn(at: challenge.url) else { return .cancel }
         await captured.keep(redirect)
         return .redirect(redirect)
     }
-    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN("258147")) }
+    func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse {
+        await beforePin?.arriveAndWait()
+        return .pin(PIN("258147"))
+    }
 }
 
 /// Answers the browser challenge with a stolen code and this registration's own state.

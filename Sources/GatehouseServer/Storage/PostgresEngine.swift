@@ -10,8 +10,9 @@ import Synchronization
 /// The store on PostgreSQL through postgres-nio: several server instances share one database.
 ///
 /// The store's changes are synchronous closures (the same ones SQLite runs), so each runs on a
-/// thread of the engine's own pool, which owns one connection while it runs and waits for each
-/// statement's answer; the pool has as many threads as connections. Changes run `READ
+/// thread of the engine's ``PostgresConnectionPool``, which owns one connection while it runs and
+/// waits for each statement's answer, never past the call's deadline nor the connection's life;
+/// the pool has as many threads as connections. Changes run `READ
 /// COMMITTED`: each statement sees what was committed before it, and a change that decides from
 /// what it read locks those rows first (`SQLDialect.lockingRows`, ``ServerStore/lockProfile``),
 /// so changes about one profile, family or delivery run one after the other while unrelated
@@ -43,8 +44,7 @@ final class PostgresEngine: StorageEngine {
 
     private let configuration: PostgresConnection.Configuration
     private let eventLoops: any EventLoopGroup
-    private let threads: NIOThreadPool
-    private let idle = Mutex<[PostgresConnection]>([])
+    private let pool: PostgresConnectionPool
     private let logger: Logger
     /// Tells this instance's own announcements from the others' (it hears them at commit).
     private let instanceID = Data.random(count: 9).base64URLEncodedString
@@ -79,16 +79,18 @@ final class PostgresEngine: StorageEngine {
         self.configuration = configuration
         channel = location.schema.map { "gatehouse_\($0)" } ?? "gatehouse"
         eventLoops = MultiThreadedEventLoopGroup.singleton
-        threads = NIOThreadPool(numberOfThreads: location.poolSize)
+        pool = PostgresConnectionPool(configuration: configuration, size: location.poolSize, logger: logger)
         self.logger = logger
     }
 
     /// Connects, migrates the schema (once, whichever instance comes first) and starts listening.
     static func open(_ location: PostgresLocation, logger: Logger) async throws -> PostgresEngine {
         let engine = try PostgresEngine(location: location, logger: logger)
-        engine.threads.start()
         do {
-            try await engine.onPool { try PostgresMigrations.apply(on: $0, logger: logger) }
+            // No deadline: an instance starting while another migrates waits for it.
+            try await engine.onPool(timeout: nil) { connection, _ in
+                try PostgresMigrations.apply(on: connection.connection, logger: logger)
+            }
             try await engine.startListening()
             engine.startHeartbeat()
         } catch {
@@ -99,19 +101,24 @@ final class PostgresEngine: StorageEngine {
     }
 
     func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await explainingFailures { try await self.onPool { try self.run(change, on: $0) } }
+        try await explainingFailures { try await self.onPool { try self.run(change, on: $0, until: $1) } }
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await explainingFailures { try await self.onPool { try self.look(body, on: $0) } }
+        try await explainingFailures { try await self.onPool { try self.look(body, on: $0, until: $1) } }
     }
 
     /// A change in its transaction, run again from the start after a deadlock.
-    private func run<T>(_ change: (any SQLSession) throws -> T, on connection: PostgresConnection) throws -> T {
+    private func run<T>(
+        _ change: (any SQLSession) throws -> T,
+        on connection: PooledConnection,
+        until deadline: NIODeadline
+    ) throws -> T {
         var attempt = 1
         while true {
             let session = PostgresSession(
                 connection,
+                deadline: deadline,
                 logger: logger,
                 announcing: (channel, instanceID, { [weak self] message in self?.hear(.message(message)) })
             )
@@ -122,7 +129,7 @@ final class PostgresEngine: StorageEngine {
                 for action in session.committedActions { action() }
                 return value
             } catch {
-                try session.rollBack(after: error)
+                session.rollBack(after: error)
                 guard PostgresSession.isSerializationFailure(error), attempt < Self.maximumAttempts else { throw error }
                 // Rivals that collided start again at different moments, further apart each time
                 // (100 µs doubling up to 12.8 ms, jittered).
@@ -133,22 +140,29 @@ final class PostgresEngine: StorageEngine {
     }
 
     /// A lookup in one snapshot, as SQLite's reads have.
-    private func look<T>(_ body: (any SQLSession) throws -> T, on connection: PostgresConnection) throws -> T {
-        let session = PostgresSession(connection, logger: logger, announcing: nil)
+    private func look<T>(
+        _ body: (any SQLSession) throws -> T,
+        on connection: PooledConnection,
+        until deadline: NIODeadline
+    ) throws -> T {
+        let session = PostgresSession(connection, deadline: deadline, logger: logger, announcing: nil)
         do {
             try session.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let value = try body(session)
             try session.execute(sql: "COMMIT")
             return value
         } catch {
-            try session.rollBack(after: error)
+            session.rollBack(after: error)
             throw error
         }
     }
 
-    /// Runs `body` on a thread of the pool with a connection of its own.
-    private func onPool<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        try await threads.runIfActive { try self.withConnection(body) }
+    /// Runs `body` on a thread of the pool with a connection of its own, within `timeout`.
+    private func onPool<T: Sendable>(
+        timeout: Duration? = PostgresConnectionPool.callTimeout,
+        _ body: @escaping @Sendable (PooledConnection, NIODeadline) throws -> T
+    ) async throws -> T {
+        try await pool.run(timeout: timeout, body)
     }
 
     /// What a request hears of a database failure: 503 when it may try again, else a description
@@ -174,58 +188,7 @@ final class PostgresEngine: StorageEngine {
             defer { tasks = [] }
             return tasks
         }) { task.cancel() }
-        try? await threads.shutdownGracefully()
-        for connection in idle.withLock({ connections in
-            defer { connections = [] }
-            return connections
-        }) {
-            try? await connection.close()
-        }
-    }
-
-    // MARK: - Connections
-
-    /// Runs `body` with a connection of the pool's (opened when none is idle); on a pool thread.
-    /// An idle connection the database dropped meanwhile (a restart, an idle timeout) is found
-    /// out by the transaction's first statement, before anything ran: `body` then runs once more
-    /// on a new connection.
-    private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        do {
-            return try withLeasedConnection(body)
-        } catch is StaleConnection {
-            return try withLeasedConnection(body)
-        }
-    }
-
-    private func withLeasedConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        var connection = idle.withLock { $0.popLast() }
-        if let existing = connection, existing.isClosed { connection = nil }
-        let leased = try connection ?? connect()
-        do {
-            let value = try body(leased)
-            if !leased.isClosed { idle.withLock { $0.append(leased) } }
-            return value
-        } catch {
-            // A connection left inside a transaction (its ROLLBACK failed) is not handed on.
-            if !leased.isClosed, !(error is StaleConnection),
-                !((error as? PostgresSessionError)?.leftTransactionOpen ?? false)
-            {
-                idle.withLock { $0.append(leased) }
-            } else {
-                leased.close().whenComplete { _ in }
-            }
-            throw error
-        }
-    }
-
-    /// Opens a connection; its failure is explained by the caller (a request's, or start-up's).
-    private func connect() throws -> PostgresConnection {
-        try PostgresConnection.connect(
-            on: eventLoops.next(),
-            configuration: configuration,
-            id: Int.random(in: 0...Int(Int32.max)),
-            logger: logger
-        ).wait()
+        await pool.shutdown()
     }
 
     // MARK: - Announcements
@@ -324,8 +287,8 @@ final class PostgresEngine: StorageEngine {
                 try? await Task.sleep(for: Self.heartbeatInterval)
                 guard let self else { return }
                 let payload = instanceID + " heartbeat \(DispatchTime.now().uptimeNanoseconds)"
-                _ = try? await self.onPool { connection in
-                    let session = PostgresSession(connection, logger: self.logger, announcing: nil)
+                _ = try? await self.onPool { connection, deadline in
+                    let session = PostgresSession(connection, deadline: deadline, logger: self.logger, announcing: nil)
                     try session.execute(sql: "SELECT pg_notify(?, ?)", arguments: [channel, payload])
                 }
             }
@@ -343,7 +306,9 @@ final class PostgresEngine: StorageEngine {
 
 /// A change or lookup's transaction on one connection, on the engine's pool thread.
 final class PostgresSession: SQLSession {
-    private let connection: PostgresConnection
+    private let connection: PooledConnection
+    /// When the call this transaction belongs to must have its answer.
+    private let deadline: NIODeadline
     private let logger: Logger
     /// Where announcements go, the instance's id and its own subscribers, in a change; nil in a lookup.
     private let announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?
@@ -352,11 +317,13 @@ final class PostgresSession: SQLSession {
     var dialect: SQLDialect { .postgres }
 
     init(
-        _ connection: PostgresConnection,
+        _ connection: PooledConnection,
+        deadline: NIODeadline,
         logger: Logger,
         announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?
     ) {
         self.connection = connection
+        self.deadline = deadline
         self.logger = logger
         self.announcing = announcing
     }
@@ -396,19 +363,28 @@ final class PostgresSession: SQLSession {
             .contains(error.code)
         {
             throw StaleConnection()
+        } catch let error as DatabaseUnavailable where error.reason == .connectionLost {
+            throw StaleConnection()
         }
     }
 
-    /// Ends the transaction after `error`; throws when the connection is left inside it.
-    func rollBack(after error: any Error) throws {
+    /// Ends the transaction after `error`. A connection that cannot be trusted to be outside a
+    /// transaction afterwards — lost, timed out, or its ROLLBACK refused — is closed instead, so
+    /// it is never handed on; the caller answers for `error` either way.
+    func rollBack(after error: any Error) {
         guard !connection.isClosed else { return }
+        if error is DatabaseUnavailable || (error as? PSQLError).map(Self.isUnavailable) == true {
+            connection.close()
+            return
+        }
         do {
             _ = try run("ROLLBACK", [])
         } catch {
-            throw PostgresSessionError(
-                description: "A transaction could not be rolled back: \(String(reflecting: error))",
-                leftTransactionOpen: true
+            logger.warning(
+                "A transaction could not be rolled back; its connection is closed",
+                metadata: ["error": "\(Self.describe(error))"]
             )
+            connection.close()
         }
     }
 
@@ -426,7 +402,7 @@ final class PostgresSession: SQLSession {
         }
         let query = PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: binds)
         do {
-            let result = try connection.query(query, logger: logger).wait()
+            let result = try connection.query(query, logger: logger, until: deadline)
             changesCount = result.metadata.rows ?? 0
             return result
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
@@ -510,6 +486,17 @@ final class PostgresSession: SQLSession {
     /// errors pass through, the database's become a 503 (busy, unreachable) or a description an
     /// operator can act on.
     static func explained(_ error: any Error) -> any Error {
+        if let unavailable = error as? DatabaseUnavailable {
+            let message =
+                unavailable.reason == .stopping
+                ? "The server is stopping; try again."
+                : "The server's database is busy or unreachable; try again."
+            return ServerError(503, "temporarily_unavailable", message)
+        }
+        // The connection's channel failed underneath postgres-nio (reset, closed mid-write).
+        if error is ChannelError || error is IOError {
+            return ServerError(503, "temporarily_unavailable", "The server's database is unreachable; try again.")
+        }
         guard let error = error as? PSQLError else { return error }
         if isSerializationFailure(error) {
             return ServerError(503, "temporarily_unavailable", "The server is busy with this account; try again.")
@@ -521,7 +508,7 @@ final class PostgresSession: SQLSession {
                 "The server's database is busy or unreachable; try again."
             )
         }
-        return PostgresSessionError(description: describe(error), leftTransactionOpen: false)
+        return PostgresSessionError(description: describe(error))
     }
 
     /// What went wrong, for an operator: the server's message and SQLSTATE, or (the server never
@@ -540,5 +527,4 @@ struct StaleConnection: Error {}
 
 struct PostgresSessionError: Error, CustomStringConvertible {
     var description: String
-    var leftTransactionOpen: Bool
 }

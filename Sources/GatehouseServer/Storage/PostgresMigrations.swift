@@ -158,6 +158,13 @@ enum PostgresMigrations {
                 "CREATE INDEX web_sessions_expires_at ON web_sessions (expires_at)",
             ]
         ),
+        (
+            "v5-replayed-grants",
+            [
+                #"CREATE TABLE replayed_grants ("grant" TEXT PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL)"#,
+                "CREATE INDEX replayed_grants_expires_at ON replayed_grants (expires_at)",
+            ]
+        ),
     ]
 
     /// Brings the database to this version's schema; on a pool thread (it waits for answers).

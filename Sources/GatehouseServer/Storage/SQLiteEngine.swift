@@ -316,6 +316,14 @@ final class SQLiteEngine: StorageEngine {
                 table.column("expires_at", .double).notNull().indexed()
             }
         }
+        migrator.registerMigration("v5-replayed-grants") { db in
+            // Single-use credentials presented twice: a session finished from one afterwards is
+            // refused, not issued (RFC 6749 §4.1.2), for as long as a flow may still finish.
+            try db.create(table: "replayed_grants") { table in
+                table.primaryKey("grant", .text)
+                table.column("expires_at", .double).notNull().indexed()
+            }
+        }
         return migrator
     }
 

@@ -1,0 +1,304 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import Synchronization
+
+/// The PostgreSQL engine's threads and connections: runs synchronous work on a thread of its
+/// own with a connection of its own, and bounds every wait.
+///
+/// Every call has a deadline from the moment it is asked for (``callTimeout``: the statement
+/// timeout and a margin for the round trips). A call still queued at its deadline is refused
+/// without running; a statement still unanswered at it closes its connection (PostgreSQL then
+/// rolls the transaction back). A statement on a connection that closes — a database restart,
+/// a failover — fails at once instead of waiting for an answer that cannot come. A caller
+/// whose task is cancelled (a shutdown) gets its answer at once; the connection its call held
+/// is closed so the thread comes free too. So no request waits on the database for ever, and a
+/// pool of stuck threads cannot stop an instance.
+final class PostgresConnectionPool: Sendable {
+    /// The longest a change or lookup takes, from being asked for to its answer.
+    static let callTimeout: Duration = .seconds(35)
+
+    private let configuration: PostgresConnection.Configuration
+    private let eventLoops: any EventLoopGroup
+    private let threads: NIOThreadPool
+    private let idle = Mutex<[PooledConnection]>([])
+    /// Cancels each call asked for and not yet answered: a shutdown ends them all at once.
+    private let running = Mutex<[ObjectIdentifier: @Sendable () -> Void]>([:])
+    private let logger: Logger
+
+    init(configuration: PostgresConnection.Configuration, size: Int, logger: Logger) {
+        self.configuration = configuration
+        eventLoops = MultiThreadedEventLoopGroup.singleton
+        threads = NIOThreadPool(numberOfThreads: size)
+        self.logger = logger
+        threads.start()
+    }
+
+    /// Runs `body` on a pool thread with a connection, within `timeout` (nil: no deadline, for
+    /// migrations that wait for another instance's). `body` gets the deadline its statements
+    /// must keep.
+    func run<T: Sendable>(
+        timeout: Duration? = callTimeout,
+        _ body: @escaping @Sendable (PooledConnection, NIODeadline) throws -> T
+    ) async throws -> T {
+        let deadline = timeout.map { NIODeadline.now() + TimeAmount($0) } ?? .distantFuture
+        let call = PoolCall<T>()
+        let id = ObjectIdentifier(call)
+        running.withLock { $0[id] = { call.cancel() } }
+        defer { running.withLock { $0[id] = nil } }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard call.start(continuation) else { return }
+                threads.submit { state in
+                    guard case .active = state else { return call.finish(.failure(DatabaseUnavailable(.stopping))) }
+                    guard call.isWanted else { return }
+                    guard NIODeadline.now() < deadline else { return call.finish(.failure(DatabaseUnavailable(.busy))) }
+                    call.finish(Result { try self.withConnection(for: call, deadline: deadline, body) })
+                }
+            }
+        } onCancel: {
+            call.cancel()
+        }
+    }
+
+    /// Ends every call still running or waiting (their connections closed, their threads free
+    /// at once), then waits for the threads and closes the idle connections.
+    func shutdown() async {
+        for cancel in running.withLock({ Array($0.values) }) { cancel() }
+        try? await threads.shutdownGracefully()
+        for connection in idle.withLock({ connections in
+            defer { connections = [] }
+            return connections
+        }) {
+            try? await connection.connection.close()
+        }
+    }
+
+    /// An idle connection the database dropped meanwhile (a restart, an idle timeout) is found
+    /// out by the transaction's first statement, before anything ran: `body` then runs once
+    /// more on a new connection.
+    private func withConnection<T>(
+        for call: PoolCall<T>,
+        deadline: NIODeadline,
+        _ body: (PooledConnection, NIODeadline) throws -> T
+    ) throws -> T {
+        do {
+            return try withLeasedConnection(for: call, deadline: deadline, body)
+        } catch is StaleConnection {
+            return try withLeasedConnection(for: call, deadline: deadline, body)
+        }
+    }
+
+    private func withLeasedConnection<T>(
+        for call: PoolCall<T>,
+        deadline: NIODeadline,
+        _ body: (PooledConnection, NIODeadline) throws -> T
+    ) throws -> T {
+        var connection = idle.withLock { $0.popLast() }
+        if let existing = connection, existing.isClosed { connection = nil }
+        let leased = try connection ?? connect(for: call, until: deadline)
+        guard call.holds(leased) else {
+            idle.withLock { $0.append(leased) }
+            throw DatabaseUnavailable(.stopping)
+        }
+        defer { call.release() }
+        do {
+            let value = try body(leased, deadline)
+            if !leased.isClosed { idle.withLock { $0.append(leased) } }
+            return value
+        } catch {
+            // A connection whose transaction could not be ended was closed by the session.
+            if !leased.isClosed, !(error is StaleConnection) {
+                idle.withLock { $0.append(leased) }
+            } else {
+                leased.close()
+            }
+            throw error
+        }
+    }
+
+    /// Opens a connection; its failure is explained by the caller (a request's, or start-up's).
+    /// A connection stays unanswered for as long as a stalled server keeps it (the TCP connect
+    /// succeeds, the start-up message waits): the wait ends at the deadline, or when the call
+    /// is cancelled.
+    private func connect<T>(for call: PoolCall<T>, until deadline: NIODeadline) throws -> PooledConnection {
+        let eventLoop = eventLoops.next()
+        let opening = PostgresConnection.connect(
+            on: eventLoop,
+            configuration: configuration,
+            id: Int.random(in: 0...Int(Int32.max)),
+            logger: logger
+        )
+        let opened = eventLoop.makePromise(of: PostgresConnection.self)
+        opening.cascade(to: opened)
+        guard call.waits(abort: { opened.fail(DatabaseUnavailable(.stopping)) }) else {
+            opened.fail(DatabaseUnavailable(.stopping))
+            return try finish()
+        }
+        defer { call.stopsWaiting() }
+        return try finish()
+
+        func finish() throws -> PooledConnection {
+            do {
+                return PooledConnection(try PooledConnection.wait(for: opened.futureResult, until: deadline))
+            } catch let error as DatabaseUnavailable {
+                // Opened after all, too late: nobody will use it.
+                opening.whenSuccess { connection in connection.close().whenComplete { _ in _ = connection } }
+                throw error
+            }
+        }
+    }
+}
+
+/// A connection of the pool. A statement waits for its answer at most until its deadline, and
+/// no longer than the connection lives: its close fails the wait at once (NIO drops a query
+/// written to a closed channel without ever answering it).
+final class PooledConnection: Sendable {
+    let connection: PostgresConnection
+    /// Fails the statement waiting on this connection, if one is.
+    private let waiting = Mutex<(@Sendable (any Error) -> Void)?>(nil)
+    private let abandoned = Atomic(false)
+
+    init(_ connection: PostgresConnection) {
+        self.connection = connection
+        connection.closeFuture.whenComplete { [weak self] _ in
+            self?.waiting.withLock { $0 }?(DatabaseUnavailable(.connectionLost))
+        }
+    }
+
+    var isClosed: Bool { connection.isClosed || abandoned.load(ordering: .relaxed) }
+
+    /// Closes the connection; it is kept until closed (postgres-nio insists on being closed
+    /// before it is released).
+    func close() { connection.close().whenComplete { [connection] _ in _ = connection } }
+
+    /// Ends the statement waiting on this connection now, as ``DatabaseUnavailable/Reason/stopping``,
+    /// and closes it: nothing more runs on it.
+    func abandon() {
+        abandoned.store(true, ordering: .relaxed)
+        waiting.withLock { $0 }?(DatabaseUnavailable(.stopping))
+        close()
+    }
+
+    /// Runs `query` and waits for its answer until `deadline`. When the deadline passes first,
+    /// the statement's fate is unknown: the connection is closed, so PostgreSQL ends its
+    /// transaction and nobody reuses it mid-statement.
+    func query(_ query: PostgresQuery, logger: Logger, until deadline: NIODeadline) throws -> PostgresQueryResult {
+        guard !isClosed else { throw DatabaseUnavailable(.connectionLost) }
+        let answer = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+        waiting.withLock { $0 = { answer.fail($0) } }
+        defer { waiting.withLock { $0 = nil } }
+        // Closed or abandoned before the waiter was in place: nobody was there to be told.
+        if isClosed { answer.fail(DatabaseUnavailable(.connectionLost)) }
+        connection.query(query, logger: logger).cascade(to: answer)
+        do {
+            return try Self.wait(for: answer.futureResult, until: deadline)
+        } catch let error as DatabaseUnavailable where error.reason == .timedOut {
+            close()
+            throw error
+        }
+    }
+
+    /// Waits for `future` on this (non-event-loop) thread, at most until `deadline`.
+    static func wait<Value: Sendable>(for future: EventLoopFuture<Value>, until deadline: NIODeadline) throws -> Value {
+        guard deadline != .distantFuture else { return try future.wait() }
+        let bounded = future.eventLoop.makePromise(of: Value.self)
+        future.cascade(to: bounded)
+        let timer = future.eventLoop.scheduleTask(deadline: deadline) {
+            bounded.fail(DatabaseUnavailable(.timedOut))
+        }
+        defer { timer.cancel() }
+        return try bounded.futureResult.wait()
+    }
+}
+
+/// Why the database could not serve a call; the request may be tried again (503).
+struct DatabaseUnavailable: Error, CustomStringConvertible {
+    enum Reason: Sendable, Equatable {
+        /// The connection closed under the call (a restart, a failover, a network cut).
+        case connectionLost
+        /// No answer within the call's deadline.
+        case timedOut
+        /// The call waited its whole deadline for a thread.
+        case busy
+        /// The instance is stopping, or the caller went away.
+        case stopping
+    }
+
+    var reason: Reason
+
+    init(_ reason: Reason) { self.reason = reason }
+
+    var description: String {
+        switch reason {
+        case .connectionLost: "the connection to the database was lost"
+        case .timedOut: "the database did not answer within \(PostgresConnectionPool.callTimeout)"
+        case .busy: "every database connection stayed busy for \(PostgresConnectionPool.callTimeout)"
+        case .stopping: "the server is stopping"
+        }
+    }
+}
+
+/// One call's hand-over between its awaiting task and the pool thread that runs it, answered
+/// once: by the thread, or at once when the task is cancelled (which also ends what the thread
+/// waits on — a connection being opened, a statement — so it comes free).
+private final class PoolCall<Value: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Value, any Error>?
+        var cancelled = false
+        /// Ends what the thread waits on now: a connection being opened, or a statement.
+        var abort: (@Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    /// Keeps the continuation; false (and answered) when the task was cancelled already.
+    func start(_ continuation: CheckedContinuation<Value, any Error>) -> Bool {
+        let cancelled = state.withLock { state in
+            if !state.cancelled { state.continuation = continuation }
+            return state.cancelled
+        }
+        if cancelled { continuation.resume(throwing: DatabaseUnavailable(.stopping)) }
+        return !cancelled
+    }
+
+    /// Whether anyone still waits for the call.
+    var isWanted: Bool { state.withLock { !$0.cancelled } }
+
+    /// The thread waits on something `abort` ends; false when the call was cancelled already.
+    func waits(abort: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            if !state.cancelled { state.abort = abort }
+            return !state.cancelled
+        }
+    }
+
+    func stopsWaiting() { state.withLock { $0.abort = nil } }
+
+    /// The thread holds `connection` for the call; false when the call was cancelled meanwhile.
+    func holds(_ connection: PooledConnection) -> Bool { waits { connection.abandon() } }
+
+    func release() { stopsWaiting() }
+
+    func finish(_ result: Result<Value, any Error>) {
+        state.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
+        }?.resume(with: result)
+    }
+
+    func cancel() {
+        let (continuation, abort) = state.withLock { state in
+            state.cancelled = true
+            defer {
+                state.continuation = nil
+                state.abort = nil
+            }
+            return (state.continuation, state.abort)
+        }
+        abort?()
+        continuation?.resume(throwing: DatabaseUnavailable(.stopping))
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehouseProtocol
+import GatehouseTesting
+import Synchronization
+import Testing
+
+@testable import GatehouseServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Events channels are streaming answers, exempt from the request timeout: what keeps them from
+/// holding the server's connection slots.
+@Suite("Events channels: a server-wide cap, the end of their profile, a client that left")
+struct EventChannelTests {
+    @Test("the server keeps at most its cap of channels open, whatever the profiles", arguments: Mode.allCases)
+    func serverWideCap(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture, token: nil)
+            fixture.server.limitEventChannels(to: 2)
+            var statuses: [Int] = []
+            var streams: [AsyncThrowingStream<Data, any Error>] = []
+            for _ in 0..<3 {
+                let (head, stream) = try await open(client, profile, fixture)
+                statuses.append(head.status)
+                streams.append(stream)
+                if head.status != 200 { #expect(head.headers["Retry-After"] == "30") }
+            }
+            // Below the profile's own limit of 4: the third is refused for the server's sake.
+            #expect(statuses == [200, 200, 503])
+            #expect(fixture.server.hub.listenerCount == 2)
+            #expect(try await fixture.send("GET", Endpoint.health).status == 200)
+        }
+    }
+
+    @Test("a channel ends when its profile is deregistered", arguments: Mode.allCases)
+    func endsWithItsProfile(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture, token: nil)
+            let (head, stream) = try await open(client, profile, fixture)
+            #expect(head.status == 200)
+            let ended = EndFlag()
+            let reader = Task {
+                do { for try await _ in stream {} } catch {}
+                ended.mark()
+            }
+            defer { reader.cancel() }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(!ended.isMarked)
+            try await client.deregisterUser(profile)
+            // Well before the next keep-alive (15 s) would have found out.
+            #expect(await eventually(seconds: 3) { ended.isMarked })
+            #expect(await eventually(seconds: 3) { fixture.server.hub.listenerCount == 0 })
+        }
+    }
+
+    @Test(
+        "a client that closes its connection, or its sending side, gives its channel back at once",
+        arguments: [false, true]
+    )
+    func closedClientFreesItsSlot(halfClose: Bool) async throws {
+        try await withFixture(.http) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture, token: nil)
+            let base = try #require(URL(string: fixture.transport.baseURL))
+            let proof = try await client.dpopProof(
+                method: "GET",
+                url: fixture.transport.baseURL + Endpoint.mobileAuthEvents
+            )
+            let socket = try RawConnection(port: try #require(base.port))
+            try socket.send(
+                "GET \(Endpoint.mobileAuthEvents)?profile=\(profile.id) HTTP/1.1\r\nHost: \(base.host ?? "")\r\n"
+                    + "DPoP: \(proof)\r\n\r\n"
+            )
+            #expect(try socket.receive().hasPrefix("HTTP/1.1 200"))
+            #expect(await eventually { fixture.server.hub.listenerCount == 1 })
+            // Not at the next keep-alive (15 s), whose write would fail.
+            if halfClose { socket.closeSendingSide() } else { socket.close() }
+            #expect(await eventually(seconds: 3) { fixture.server.hub.listenerCount == 0 })
+        }
+    }
+
+    private func open(
+        _ client: UserClient,
+        _ profile: UserProfile,
+        _ fixture: Fixture
+    ) async throws -> (WireResponse, AsyncThrowingStream<Data, any Error>) {
+        let proof = try await client.dpopProof(
+            method: "GET",
+            url: fixture.transport.baseURL + Endpoint.mobileAuthEvents
+        )
+        return try await fixture.transport.open(
+            WireRequest(
+                method: "GET",
+                path: Endpoint.mobileAuthEvents + "?profile=" + profile.id,
+                headers: ["DPoP": proof],
+                body: Data()
+            )
+        )
+    }
+}
+
+/// Set once, read from anywhere.
+final class EndFlag: Sendable {
+    private let value = Atomic(false)
+    func mark() { value.store(true, ordering: .relaxed) }
+    var isMarked: Bool { value.load(ordering: .relaxed) }
+}
+
+/// A TCP connection to a loopback port, below any HTTP client: closes when told, not when a
+/// library decides.
+final class RawConnection {
+    private var descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard descriptor >= 0, connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        guard write(descriptor, bytes, bytes.count) == bytes.count else { throw POSIXError(.EIO) }
+    }
+
+    /// What arrives next (at most 64 KiB, waiting at most 20 s).
+    func receive() throws -> String {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { throw POSIXError(.EIO) }
+        return String(decoding: buffer[..<count], as: UTF8.self)
+    }
+
+    /// Shuts down the sending side only: the server reads the end, and could still write.
+    func closeSendingSide() { shutdown(descriptor, Int32(SHUT_WR)) }
+
+    func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    deinit { close() }
+}
