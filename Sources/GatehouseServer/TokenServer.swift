@@ -321,7 +321,10 @@ public final class TokenServer: Sendable {
             do {
                 try await checkReadiness(within: Self.readinessTimeout)
             } catch {
-                logger.error("Not ready: the database did not answer", metadata: ["error": "\(error)"])
+                logger.error(
+                    "Not ready: the database did not answer",
+                    metadata: ["error": "\((error as? ServerError)?.body.errorDescription ?? "\(error)")"]
+                )
                 throw ServerError(503, "temporarily_unavailable", "The database does not answer.")
             }
             return try json(["status": "ready"])

@@ -52,7 +52,7 @@ struct DatabaseRestartTests {
         let report = load.report()
         #expect(report.unanswered.isEmpty, "requests without an answer in time: \(report.unanswered.prefix(5))")
         let logged = server.session.output.withLock { $0 } + server.session.errors.withLock { $0 }
-        let failures = logged.split(separator: "\n").filter { $0.contains("error") }
+        let failures = logged.split(separator: "\n").filter { $0.contains("Request failed") }
         #expect(
             report.unexpected.isEmpty,
             "answers other than success or 503: \(report.unexpected.prefix(5)); \(failures.prefix(5))"

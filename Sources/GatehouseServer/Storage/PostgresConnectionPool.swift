@@ -87,7 +87,12 @@ final class PostgresConnectionPool: Sendable {
         do {
             return try withLeasedConnection(for: call, deadline: deadline, body)
         } catch is StaleConnection {
-            return try withLeasedConnection(for: call, deadline: deadline, body)
+            do {
+                return try withLeasedConnection(for: call, deadline: deadline, body)
+            } catch is StaleConnection {
+                // A new connection lost as well: the database is going away (a restart).
+                throw DatabaseUnavailable(.connectionLost)
+            }
         }
     }
 
