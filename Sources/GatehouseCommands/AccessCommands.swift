@@ -95,7 +95,8 @@ struct WebLogin: AsyncParsableCommand {
             let chosen = try await CommandSupport.profile(profile, of: client)
             _ = try await client.authenticateUser(chosen, delegate: TerminalDelegate())
             let login = try await client.appToWebSingleSignOn(targetURL: targetURL)
-            await client.logout()
+            // No logout: the web session lasts only as long as the app session it came from, which
+            // is left to run out (the refresh token's lifetime).
             CommandSupport.output("Open within a minute (it works once):\n  \(login.redirectURL.absoluteString)")
             SystemBrowser.open(login.redirectURL)
         } catch let error as ValidationError {

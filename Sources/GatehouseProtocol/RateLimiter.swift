@@ -49,6 +49,19 @@ public final class RateLimiter: Sendable {
         return Int(wait.rounded(.up))
     }
 
+    /// Gives back the request last taken from the bucket of the client at `address`: for limits
+    /// on failures, where every attempt takes one (so concurrent attempts cannot overshoot) and a
+    /// success returns it.
+    public func giveBack(forAddress address: String?) {
+        guard interval > 0, let address else { return }
+        let key = Self.key(forAddress: address)
+        buckets.withLock { buckets in
+            guard var bucket = buckets[key] else { return }
+            bucket.tokens = min(Double(burst), bucket.tokens + 1)
+            buckets[key] = bucket
+        }
+    }
+
     /// Drops the buckets that have refilled (they hold nothing a new bucket would not); if that
     /// frees too little, the oldest half.
     private func forgetFull(_ buckets: inout [String: Bucket], now: Double) {

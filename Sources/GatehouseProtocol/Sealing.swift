@@ -38,6 +38,9 @@ public struct SealedBox: Codable, Sendable, Hashable {
         purpose: Purpose,
         transactionID: String
     ) throws -> SealedBox {
+        // RFC 9180 §7.1.4: a low-order key gives the all-zero shared secret, which anyone can
+        // compute: what is sealed to it would be readable without the private key.
+        guard !recipient.isLowOrder else { throw SealingError.lowOrderKey }
         var sender = try HPKE.Sender(recipientKey: recipient, ciphersuite: suite, info: Data(purpose.rawValue.utf8))
         let ciphertext = try sender.seal(plaintext, authenticating: Data(transactionID.utf8))
         return SealedBox(encapsulatedKey: sender.encapsulatedKey, ciphertext: ciphertext)
@@ -50,6 +53,10 @@ public struct SealedBox: Codable, Sendable, Hashable {
         purpose: Purpose,
         transactionID: String
     ) throws -> Data {
+        // The sender chose the encapsulated key: a low-order one would make the secret all zeros.
+        guard let encapsulated = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: encapsulatedKey.data),
+            (try? key.sharedSecretFromKeyAgreement(with: encapsulated))?.isAllZero == false
+        else { throw SealingError.lowOrderKey }
         var recipient = try HPKE.Recipient(
             privateKey: key,
             ciphersuite: Self.suite,
@@ -60,10 +67,36 @@ public struct SealedBox: Codable, Sendable, Hashable {
     }
 }
 
+/// A box that cannot be sealed or opened safely.
+public enum SealingError: Error, Sendable, Equatable {
+    /// A key of small order (the zero point, `01 00…`, and the others of RFC 7748 §6.1): every
+    /// private key agrees with it on the all-zero secret.
+    case lowOrderKey
+}
+
 extension Curve25519.KeyAgreement.PublicKey {
-    /// The key from its 32 raw bytes, or nil.
+    /// The key from its 32 raw bytes, or nil; nil too for a low-order key, which nothing may be
+    /// sealed to.
     public init?(wire: Base64URLData) {
-        guard wire.data.count == 32, let key = try? Self(rawRepresentation: wire.data) else { return nil }
+        guard wire.data.count == 32, let key = try? Self(rawRepresentation: wire.data), !key.isLowOrder else {
+            return nil
+        }
         self = key
     }
+
+    /// Whether the key is one of the points of small order, with which X25519 yields the all-zero
+    /// secret whatever the private key (RFC 7748 §6.1; RFC 9180 §7.1.4). Checked as the RFC says,
+    /// by the output, so every encoding of those points is caught (non-canonical ones, the top
+    /// bit set): a private key's scalar is a multiple of the cofactor 8, which sends them all to
+    /// zero. An agreement the library itself refuses counts as low order too.
+    public var isLowOrder: Bool {
+        guard let secret = try? Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: self) else {
+            return true
+        }
+        return secret.isAllZero
+    }
+}
+
+extension SharedSecret {
+    fileprivate var isAllZero: Bool { withUnsafeBytes { bytes in bytes.reduce(0) { $0 | $1 } == 0 } }
 }

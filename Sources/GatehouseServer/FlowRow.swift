@@ -93,10 +93,14 @@ struct FlowApplied: Sendable {
 /// A change a flow made that operators watch.
 enum FlowEvent: Sendable, Equatable {
     case profileCreated
-    case failureCounted
+    /// An attempt failed (the machine's `attemptFailed`).
+    case attemptFailed(authenticator: String)
     case registrationStored(authenticator: String)
+    /// An authenticator's registration removed after its own failures (a sensor lockout).
     case registrationRemoved(authenticator: String)
-    case profileDeregistered
+    /// The profile deregistered at the maximum of failures, by this change; the authenticator
+    /// of the stage the flow was at, when it was at one.
+    case lockedOut(authenticator: String?)
     case userSessionsRevoked
     case ended
 }

@@ -142,6 +142,11 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// Mobile-auth events channels open at once on one instance, all profiles together
     /// (1–100000, default 256); over HTTP never more than half the connection slots.
     public var maxEventChannels: Int
+    /// Wrong HTTP Basic secrets (portal API, introspection) one client address may send a minute,
+    /// after as many at once (0–100000, default 10; 0: no limit). Past it every Basic request
+    /// from the address is refused with 429, the right secret too, until the bucket refills.
+    /// Over HTTP only; behind a proxy every request has the proxy's address.
+    public var clientAuthenticationFailuresPerMinute: Int
 
     /// An API that checks Gatehouse tokens by introspection.
     public struct ResourceServer: Decodable, Sendable, Equatable {
@@ -169,7 +174,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
             maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL, requireDPoPNonce, resourceServers,
             cleanupInterval, cleanupBatch, idleInstallationLifetime, webSessionLifetime, rateLimitPerMinute,
-            rateLimitBurst, maxEventChannels
+            rateLimitBurst, maxEventChannels, clientAuthenticationFailuresPerMinute
     }
 
     public init() {
@@ -192,6 +197,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         rateLimitPerMinute = 30
         rateLimitBurst = 30
         maxEventChannels = 256
+        clientAuthenticationFailuresPerMinute = 10
     }
 
     public init(from decoder: any Decoder) throws {
@@ -238,6 +244,12 @@ public struct ServerConfiguration: Decodable, Sendable {
         rateLimitPerMinute = try container.decode(Int.self, forKey: .rateLimitPerMinute, default: 30, in: 0...100_000)
         rateLimitBurst = try container.decode(Int.self, forKey: .rateLimitBurst, default: 30, in: 1...100_000)
         maxEventChannels = try container.decode(Int.self, forKey: .maxEventChannels, default: 256, in: 1...100_000)
+        clientAuthenticationFailuresPerMinute = try container.decode(
+            Int.self,
+            forKey: .clientAuthenticationFailuresPerMinute,
+            default: 10,
+            in: 0...100_000
+        )
         guard Set(resourceServers.map(\.id)).count == resourceServers.count else {
             throw container.invalid(.resourceServers, "each resource server id must be unique")
         }

@@ -25,7 +25,7 @@ struct ServerMetrics: Sendable {
 
     static let securityEvents = [
         "authentication_failure", "lockout", "authenticator_lockout", "refresh_token_reuse",
-        "authorization_code_replayed", "rate_limited",
+        "authorization_code_replayed", "rate_limited", "client_authentication_failure",
     ]
 
     /// One answered request: counted by endpoint template, method and status, timed by endpoint.

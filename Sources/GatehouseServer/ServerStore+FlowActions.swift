@@ -32,7 +32,8 @@ extension ServerStore {
                     sql: "UPDATE profiles SET failures = failures + 1 WHERE id = ?",
                     arguments: [row.profileID]
                 )
-                events.append(.failureCounted)
+            case .attemptFailed(let authenticator):
+                events.append(.attemptFailed(authenticator: authenticator))
             case .resetFailures:
                 try db.execute(sql: "UPDATE profiles SET failures = 0 WHERE id = ?", arguments: [row.profileID])
             case .identifyUser(let identity):
@@ -72,8 +73,13 @@ extension ServerStore {
                 )
                 events.append(.registrationRemoved(authenticator: authenticator))
             case .deregister:
-                if let profileID = row.profileID { try deleteProfile(profileID, now: now, db) }
-                events.append(.profileDeregistered)
+                // The machine deregisters only at the maximum: a lockout, reported by the change
+                // that removed the profile, so once however many requests reached it together.
+                if let profileID = row.profileID, try deleteProfile(profileID, now: now, db) {
+                    var authenticator: String?
+                    if case .authenticate(let id) = row.state.stage { authenticator = id }
+                    events.append(.lockedOut(authenticator: authenticator))
+                }
             case .issueTokens:
                 tokens = try issueTokens(for: row, now: now, db)
             case .revokeUser(let subject, let grant):
@@ -255,11 +261,15 @@ extension ServerStore {
 
     /// Removes a profile and everything that hangs off it: registrations and tokens. Its open
     /// flows stay until used or expired, so a request in flight learns the user was deregistered.
-    func deleteProfile(_ profileID: String, now: Double, _ db: any SQLSession) throws {
+    /// Returns whether this change removed it (false: it was gone already).
+    @discardableResult
+    func deleteProfile(_ profileID: String, now: Double, _ db: any SQLSession) throws -> Bool {
         try endTransactions(askedOf: profileID, reason: "user_deregistered", now: now, db)
         try db.execute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
+        let removed = db.changesCount > 0
         try activeTokens.evictOnCommit(.profile(profileID), db)
         // Its events channels, on whichever instance, look again, find it gone, and end.
         try db.announce(EventChannelHub.wakeAnnouncement(profileID))
+        return removed
     }
 }

@@ -150,8 +150,8 @@ extension ServerStore {
         /// Hand the message to the plugin; the flow as it now stands, and whether the request's
         /// proof was already recorded (by the transaction that held the attempt).
         case proceed(FlowRow, proofRecorded: Bool)
-        /// The flow ended before the plugin was asked (no attempt left).
-        case ended(FlowApplied.Outcome)
+        /// The flow ended before the plugin was asked (no attempt left), with what that changed.
+        case ended(FlowApplied)
     }
 
     /// Before a plugin sees a message: holds an attempt when the machine says so.
@@ -174,7 +174,7 @@ extension ServerStore {
             }
             let actions = machine.messageArrived(counter: counter)
             let applied = try self.apply(actions, to: &row, now: proof.now, db, answerRequired: false)
-            if case .refusal = applied.outcome { return .ended(applied.outcome) }
+            if case .refusal = applied.outcome { return .ended(applied) }
             return .proceed(row, proofRecorded: true)
         }
     }

@@ -87,7 +87,7 @@ extension ServerStore {
         pushToken: String,
         platform: PushPlatform,
         refresh: Bool
-    ) async throws {
+    ) async throws -> MobileAuthEnrolmentStatus {
         try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             let enrolment = try SQLRow.fetchOne(
@@ -120,23 +120,31 @@ extension ServerStore {
             } catch is UniqueConstraintViolation {
                 throw ServerError(MobileAuthEnrollmentError(.deviceAlreadyEnrolled), status: 409)
             }
+            return try self.enrolmentStatus(session.profileID, db)
         }
     }
 
     /// Whether the session's profile is enrolled, and for push.
     func enrolmentStatus(token: String, proof: ProofUse) async throws -> MobileAuthEnrolmentStatus {
-        try await lookup { db in
+        // A write, though it changes nothing else: the proof is spent with what it read, as at
+        // every other endpoint, so it cannot be replayed.
+        try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
-            let row = try SQLRow.fetchOne(
-                db,
-                sql: "SELECT push_token FROM mobile_enrolments WHERE profile_id = ? AND NOT disenrolled",
-                arguments: [session.profileID]
-            )
-            return MobileAuthEnrolmentStatus(
-                enrolled: row != nil,
-                pushEnrolled: row.map { $0["push_token"] as String? != nil } ?? false
-            )
+            try self.record(proof, db)
+            return try self.enrolmentStatus(session.profileID, db)
         }
+    }
+
+    private func enrolmentStatus(_ profileID: String, _ db: any SQLSession) throws -> MobileAuthEnrolmentStatus {
+        let row = try SQLRow.fetchOne(
+            db,
+            sql: "SELECT push_token FROM mobile_enrolments WHERE profile_id = ? AND NOT disenrolled",
+            arguments: [profileID]
+        )
+        return MobileAuthEnrolmentStatus(
+            enrolled: row != nil,
+            pushEnrolled: row.map { $0["push_token"] as String? != nil } ?? false
+        )
     }
 
     // MARK: - Starting transactions

@@ -10,6 +10,8 @@ struct AccessSession: Sendable {
     var identityProvider: String
     /// A stateless registration's session.
     var stateless: Bool
+    /// The session's token family: what a web session opened from it ends with.
+    var family: String
 }
 
 extension ServerStore {
@@ -142,7 +144,8 @@ extension ServerStore {
             scope: row["scope"],
             subject: row["subject"],
             identityProvider: row["identity_provider"],
-            stateless: row["stateless"]
+            stateless: row["stateless"],
+            family: row["family"]
         )
     }
 

@@ -1,9 +1,25 @@
 import Foundation
 import GatehouseProtocol
 
-// App-to-web single sign-on: one-time login tokens and the browser sessions they open.
+// App-to-web single sign-on: one-time login tokens and the browser sessions they open. Both name
+// the app session (token family) they came from and live no longer than it.
+
+/// The user a login token or a web session is for.
+struct WebUser: Sendable {
+    var subject: String
+    var identityProvider: String
+}
 
 extension ServerStore {
+    /// Joined with `families` and `profiles`: the app session is still on — not revoked (logout,
+    /// refresh-token reuse), its refresh token not expired, its registration current. Takes
+    /// `now` twice.
+    private static let appSessionLive = """
+        families.revoked = FALSE AND (profiles.expires_at IS NULL OR profiles.expires_at > ?)
+        AND EXISTS (SELECT 1 FROM tokens WHERE tokens.family = families.id AND tokens.kind = 'refresh'
+            AND tokens.revoked = FALSE AND tokens.expires_at > ?)
+        """
+
     /// Issues a login token for the session's user and the target `target` returns for the
     /// session's application (or throws to refuse); the access token is checked, the target
     /// decided and the proof recorded in one transaction.
@@ -25,15 +41,35 @@ extension ServerStore {
             try self.record(proof, db)
             let token = Data.random(count: 32).base64URLEncodedString
             try db.execute(
-                sql: "INSERT INTO web_login_tokens (hash, profile_id, target, expires_at) VALUES (?, ?, ?, ?)",
-                arguments: [Self.tokenHash(token), session.profileID, target, proof.now + lifetime]
+                sql: """
+                    INSERT INTO web_login_tokens (hash, profile_id, family, target, expires_at) VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [Self.tokenHash(token), session.profileID, session.family, target, proof.now + lifetime]
             )
             return token
         }
     }
 
-    /// Spends a login token (once, before it expires) and opens a web session for its user.
-    /// Returns the target and the session's secret, or nil when the token is not valid.
+    /// The user a live login token would sign in, without spending it: for the page that asks the
+    /// browser's user to continue as them.
+    func webLoginUser(_ token: String, now: Double) async throws -> WebUser? {
+        try await lookup { db in
+            try SQLRow.fetchOne(
+                db,
+                sql: """
+                    SELECT profiles.subject, profiles.identity_provider FROM web_login_tokens
+                    JOIN profiles ON profiles.id = web_login_tokens.profile_id
+                    JOIN families ON families.id = web_login_tokens.family
+                    WHERE web_login_tokens.hash = ? AND web_login_tokens.expires_at > ? AND \(Self.appSessionLive)
+                    """,
+                arguments: [Self.tokenHash(token), now, now, now]
+            ).map { WebUser(subject: $0["subject"], identityProvider: $0["identity_provider"]) }
+        }
+    }
+
+    /// Spends a login token (once, before it expires, while its app session is on) and opens a
+    /// web session for its user, tied to the same app session. Returns the target and the
+    /// session's secret, or nil when the token is not valid.
     func redeemWebLogin(
         _ token: String,
         now: Double,
@@ -45,31 +81,44 @@ extension ServerStore {
             guard
                 let row = try SQLRow.fetchOne(
                     db,
-                    sql: "DELETE FROM web_login_tokens WHERE hash = ? RETURNING profile_id, target, expires_at",
+                    sql: "DELETE FROM web_login_tokens WHERE hash = ? RETURNING profile_id, family, target, expires_at",
                     arguments: [Self.tokenHash(token)]
-                ), (row["expires_at"] as Double) > now
+                ), (row["expires_at"] as Double) > now,
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT 1 FROM families JOIN profiles ON profiles.id = families.profile_id
+                        WHERE families.id = ? AND \(Self.appSessionLive)
+                        """,
+                    arguments: [row["family"] as String, now, now]
+                ) == true
             else { return nil }
             let session = Data.random(count: 32).base64URLEncodedString
             try db.execute(
-                sql: "INSERT INTO web_sessions (hash, profile_id, expires_at) VALUES (?, ?, ?)",
-                arguments: [Self.tokenHash(session), row["profile_id"] as String, now + sessionLifetime]
+                sql: "INSERT INTO web_sessions (hash, profile_id, family, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [
+                    Self.tokenHash(session), row["profile_id"] as String, row["family"] as String,
+                    now + sessionLifetime,
+                ]
             )
             return (row["target"], session)
         }
     }
 
-    /// The user of a live web session.
-    func webSessionUser(_ session: String, now: Double) async throws -> (subject: String, identityProvider: String)? {
+    /// The user of a live web session: checked on each use against the app session it came
+    /// from, so it ends when that one is revoked or runs out.
+    func webSessionUser(_ session: String, now: Double) async throws -> WebUser? {
         try await lookup { db in
             try SQLRow.fetchOne(
                 db,
                 sql: """
                     SELECT profiles.subject, profiles.identity_provider FROM web_sessions
                     JOIN profiles ON profiles.id = web_sessions.profile_id
-                    WHERE web_sessions.hash = ? AND web_sessions.expires_at > ?
+                    JOIN families ON families.id = web_sessions.family
+                    WHERE web_sessions.hash = ? AND web_sessions.expires_at > ? AND \(Self.appSessionLive)
                     """,
-                arguments: [Self.tokenHash(session), now]
-            ).map { ($0["subject"], $0["identity_provider"]) }
+                arguments: [Self.tokenHash(session), now, now, now]
+            ).map { WebUser(subject: $0["subject"], identityProvider: $0["identity_provider"]) }
         }
     }
 }

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GatehouseKernel
 import GatehouseProtocol
+import Logging
 
 extension TokenServer {
     /// The position in `credentials` of the id and secret the request's `Authorization: Basic`
@@ -9,6 +10,13 @@ extension TokenServer {
     /// compared, by SHA-256 digests of equal length, so timing tells nothing about which id exists
     /// or how long its secret is. With `formEncoded` (OAuth clients, RFC 6749 §2.3.1) the id and
     /// secret are percent-decoded first.
+    ///
+    /// Guesses are limited per client address (`clientAuthenticationFailuresPerMinute`): every
+    /// presented secret takes one from the address' bucket before it is compared, and the right
+    /// one gives it back, so only wrong secrets use it up, concurrent guesses included. An empty
+    /// bucket refuses every Basic request from the address with 429, the right secret too:
+    /// answering it would tell a guesser it had found the secret. Each wrong secret is counted
+    /// (`client_authentication_failure`) and written to the audit log.
     ///
     /// No `WWW-Authenticate: Basic` challenge goes with the refusal: URLSession on Linux waits
     /// forever on one it has no credential for (swift-corelibs-foundation#5456); the error body
@@ -30,15 +38,30 @@ extension TokenServer {
         guard let id = decode(text[..<colon]), let secret = decode(text[text.index(after: colon)...]) else {
             throw refusal
         }
+        try limit(request, by: clientAuthenticationLimiter)
         let idDigest = Data(SHA256.hash(data: Data(id.utf8)))
         let secretDigest = Data(SHA256.hash(data: Data(secret.utf8)))
         var found: Int?
+        var named: Int?
         for (index, credential) in credentials.enumerated() {
             let idMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(credential.id.utf8))), idDigest)
             let secretMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(credential.secret.utf8))), secretDigest)
+            if idMatches { named = index }
             if idMatches && secretMatches { found = index }
         }
-        guard let found else { throw refusal }
+        guard let found else {
+            metrics.event("client_authentication_failure")
+            // The id only when it is a configured one: the rest is the sender's text.
+            audit.notice(
+                "Client authentication failed",
+                metadata: [
+                    "event": "client_authentication_failure", "endpoint": "\(endpointLabel(request.path))",
+                    "client": "\(named.map { credentials[$0].id } ?? "unknown")",
+                ]
+            )
+            throw refusal
+        }
+        clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress)
         return found
     }
 }

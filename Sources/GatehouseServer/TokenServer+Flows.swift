@@ -162,7 +162,7 @@ extension TokenServer {
         let proofRecorded: Bool
         switch try await store.messageArrived(loaded, proof: proof) {
         case .proceed(let held, let recorded): (flow, proofRecorded) = (held, recorded)
-        case .ended(let ended): return try respond(FlowApplied(flowID: id, profileID: loaded.profileID, outcome: ended))
+        case .ended(let ended): return try respond(ended)
         }
         // The plugin runs outside any transaction; its outcome is applied in the next one.
         let outcome = await runPlugin(of: flow, message: message, registration: registration, subject: subject)
@@ -266,7 +266,7 @@ extension TokenServer {
 
     /// Counts a flow step and writes what it changed to the audit log; the step's transaction
     /// has committed, so everything recorded happened.
-    private func record(_ applied: FlowApplied) {
+    func record(_ applied: FlowApplied) {
         let kind = applied.kind
         switch applied.outcome {
         case .reply:
@@ -279,21 +279,19 @@ extension TokenServer {
             metrics.flowStep(kind: kind, outcome: "refused", error: refusal.error.codeName)
         }
         let profile = applied.profileID ?? "none"
-        let failed = applied.events.contains(.failureCounted)
-        if failed { metrics.event("authentication_failure", kind: kind) }
         for event in applied.events {
             switch event {
             case .profileCreated:
                 audit.notice("Profile registered", metadata: ["event": "registration", "profile": "\(profile)"])
-            case .profileDeregistered where failed:
+            case .attemptFailed:
+                metrics.event("authentication_failure", kind: kind)
+            case .lockedOut(let authenticator):
                 metrics.event("lockout", kind: kind)
-                audit.notice(
-                    "Profile deregistered after too many failed attempts",
-                    metadata: ["event": "lockout", "profile": "\(profile)"]
-                )
-            case .profileDeregistered:
-                audit.notice("Profile deregistered", metadata: ["event": "deregistration", "profile": "\(profile)"])
-            case .registrationRemoved(let authenticator) where failed:
+                var metadata: Logger.Metadata = ["event": "lockout", "profile": "\(profile)"]
+                if let authenticator { metadata["authenticator"] = "\(authenticator)" }
+                audit.notice("Profile deregistered after too many failed attempts", metadata: metadata)
+            case .registrationRemoved(let authenticator):
+                // The machine removes a registration only for the authenticator's own lockout.
                 metrics.event("authenticator_lockout", kind: kind)
                 audit.notice(
                     "Authenticator deregistered after too many failed attempts",

@@ -24,8 +24,15 @@ extension TokenServer {
         let token = try bearerToken(request)
         let proof = try proof(request, accessToken: token)
         let body = try decodeBody(MobileAuthEnrolmentRequest.self, request)
-        guard Curve25519.KeyAgreement.PublicKey(wire: body.publicKey) != nil else {
+        guard body.publicKey.data.count == 32,
+            let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: body.publicKey.data)
+        else {
             throw ServerError.invalidRequest("Invalid field public_key: not an X25519 public key (32 bytes).")
+        }
+        guard !key.isLowOrder else {
+            throw ServerError.invalidRequest(
+                "Invalid field public_key: a low-order X25519 point; anyone could read what is sealed to it."
+            )
         }
         let serverKey = try await store.enrolMobileAuth(
             token: token,
@@ -50,14 +57,14 @@ extension TokenServer {
                 "Invalid field push_token: 8 to 512 letters, digits, '-', '_', ':' or '.'."
             )
         }
-        try await store.enrolPush(
+        let status = try await store.enrolPush(
             token: token,
             proof: proof,
             pushToken: body.pushToken,
             platform: body.platform,
             refresh: request.path.hasPrefix(Endpoint.pushToken)
         )
-        return try json(try await store.enrolmentStatus(token: token, proof: proof))
+        return try json(status)
     }
 
     func mobileAuthStatus(_ request: WireRequest) async throws -> WireResponse {
@@ -140,6 +147,7 @@ extension TokenServer {
             return try json(MobileAuthAnswerResponse(status: status))
         case .flow(let applied):
             guard case .reply(let reply) = applied.outcome else { return try respond(applied) }
+            record(applied)
             return try json(MobileAuthAnswerResponse(status: .pending, flow: flowResponse(reply, applied)))
         }
     }

@@ -3,8 +3,10 @@ import GatehouseKernel
 import GatehouseProtocol
 
 // App-to-web single sign-on: the app asks for a one-time login token for a web address its
-// application allows; the browser redeems it at /web/sign-in and lands there with a cookie
-// session. /web/session is the page the server hosts to show who that session is.
+// application allows; the browser opens /web/sign-in, whose page asks its user to continue as
+// the token's user, and the confirming POST redeems it and lands there with a cookie session
+// that ends with the app session. /web/session is the page the server hosts to show who that
+// session is.
 
 extension TokenServer {
     /// Seconds a login token may wait for the browser.
@@ -76,63 +78,137 @@ extension TokenServer {
         return path == allowed.percentEncodedPath || path.hasPrefix(allowed.percentEncodedPath + "/")
     }
 
-    func redeemWebLogin(_ request: WireRequest) async throws -> WireResponse {
+    /// `GET /web/sign-in?token=`: asks the browser's user to continue as the link's user. Nothing
+    /// is spent or opened here: a link opened by someone else (sent to them, or opened for them by
+    /// a page that wants their browser signed in as another user) names the user it signs in as,
+    /// and only the button, a same-site POST from this page, goes on.
+    func webSignInPage(_ request: WireRequest) async throws -> WireResponse {
         guard let query = FormFields(queryOf: request.path), let token = query["token"],
-            (1...128).contains(token.utf8.count),
+            (1...128).contains(token.utf8.count), let user = try await store.webLoginUser(token, now: now)
+        else { return invalidSignInLink() }
+        // Double submit: the form's value must come back with this cookie, which a page on
+        // another site can neither read nor (SameSite=Strict) have sent with its own POST.
+        let csrf = Data.random(count: 24).base64URLEncodedString
+        var cookie =
+            "\(Self.signInCookie)=\(csrf); Path=/web/; HttpOnly; SameSite=Strict; Max-Age=\(Self.webLoginLifetime)"
+        if publicURL.hasPrefix("https://") { cookie += "; Secure" }
+        var page = webPage(
+            200,
+            "Continue as \(user.subject)?",
+            "This link signs this browser in as \(user.subject) (through \(user.identityProvider)). Continue only if "
+                + "you opened it from your own app just now; otherwise close this page.",
+            form: (
+                action: "sign-in",
+                fields: [("token", token), ("csrf", csrf)],
+                button: "Continue as \(user.subject)"
+            )
+        )
+        page.headers["Set-Cookie"] = cookie
+        return page
+    }
+
+    /// `POST /web/sign-in` from that page: spends the login token and opens the web session.
+    func redeemWebLogin(_ request: WireRequest) async throws -> WireResponse {
+        guard request.body.count <= configuration.maxRequestBytes,
+            request.header("Content-Type")?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
+            let fields = FormFields(body: request.body), let token = fields["token"],
+            (1...128).contains(token.utf8.count)
+        else { return invalidSignInLink() }
+        // The form this server showed, in this browser: its cookie came back with the same value,
+        // and the browser does not report the POST as coming from another site.
+        guard let csrf = fields["csrf"], !csrf.isEmpty,
+            cookie(Self.signInCookie, in: request).map({ ConstantTime.equals($0, csrf) }) == true,
+            request.header("Sec-Fetch-Site")?.lowercased() != "cross-site"
+        else {
+            return webPage(
+                403,
+                "Sign-in not confirmed",
+                "Open the sign-in link from the app again and continue on its page."
+            )
+        }
+        guard
             let (target, session) = try await store.redeemWebLogin(
                 token,
                 now: now,
                 sessionLifetime: Double(configuration.webSessionLifetime)
             )
-        else {
-            return webPage(
-                400,
-                "Sign-in link not valid",
-                "This sign-in link was used, has expired or is not valid. Sign in from the app again."
-            )
-        }
-        var cookie =
-            "gh_web=\(session); Path=/web/; HttpOnly; SameSite=Lax; Max-Age=\(configuration.webSessionLifetime)"
-        if publicURL.hasPrefix("https://") { cookie += "; Secure" }
+        else { return invalidSignInLink() }
+        let secure = publicURL.hasPrefix("https://") ? "; Secure" : ""
         return WireResponse(
             status: 303,
             headers: [
-                "Location": target, "Set-Cookie": cookie, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
+                "Location": target,
+                "Set-Cookie":
+                    "gh_web=\(session); Path=/web/; HttpOnly; SameSite=Lax; Max-Age=\(configuration.webSessionLifetime)"
+                    + secure,
+                "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
             ],
             body: Data()
         )
     }
 
+    /// The double-submit cookie of the sign-in page.
+    static let signInCookie = "gh_web_confirm"
+
+    private func invalidSignInLink() -> WireResponse {
+        webPage(
+            400,
+            "Sign-in link not valid",
+            "This sign-in link was used, has expired or is not valid. Sign in from the app again."
+        )
+    }
+
     func webSessionPage(_ request: WireRequest) async throws -> WireResponse {
-        var session: String?
-        for pair in (request.header("Cookie") ?? "").split(separator: ";") {
-            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
-            if parts.count == 2, parts[0] == "gh_web", parts[1].utf8.count <= 128 { session = String(parts[1]) }
-        }
-        guard let session, let user = try await store.webSessionUser(session, now: now) else {
+        guard let session = cookie("gh_web", in: request),
+            let user = try await store.webSessionUser(session, now: now)
+        else {
             return webPage(401, "Not signed in", "Open this page from the app to be signed in.")
         }
         return webPage(200, "Signed in", "Signed in as \(user.subject) (through \(user.identityProvider)).")
     }
 
-    /// A small page: escaped text, no scripts, no framing.
-    private func webPage(_ status: Int, _ heading: String, _ message: String) -> WireResponse {
+    /// The request's cookie `name` (up to 128 bytes).
+    private func cookie(_ name: String, in request: WireRequest) -> String? {
+        var value: String?
+        for pair in (request.header("Cookie") ?? "").split(separator: ";") {
+            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == name, parts[1].utf8.count <= 128 { value = String(parts[1]) }
+        }
+        return value
+    }
+
+    /// A small page: escaped text, an optional form that posts hidden fields, no scripts, no
+    /// framing, and no referrer (the sign-in page's address carries its token).
+    private func webPage(
+        _ status: Int,
+        _ heading: String,
+        _ message: String,
+        form: (action: String, fields: [(String, String)], button: String)? = nil
+    ) -> WireResponse {
         func escaped(_ text: String) -> String {
             text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
                 .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
                 .replacingOccurrences(of: "'", with: "&#39;")
         }
+        let formHTML =
+            form.map { form in
+                let hidden = form.fields.map {
+                    #"<input type="hidden" name="\#(escaped($0.0))" value="\#(escaped($0.1))">"#
+                }
+                return #"<form method="post" action="\#(escaped(form.action))">"# + hidden.joined()
+                    + #"<button type="submit">\#(escaped(form.button))</button></form>"#
+            } ?? ""
         let html = """
             <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(escaped(heading))</title>
             <meta name="viewport" content="width=device-width, initial-scale=1"></head>
-            <body><main><h1>\(escaped(heading))</h1><p>\(escaped(message))</p></main></body></html>
+            <body><main><h1>\(escaped(heading))</h1><p>\(escaped(message))</p>\(formHTML)</main></body></html>
             """
         return WireResponse(
             status: status,
             headers: [
                 "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store",
                 "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; base-uri 'none'",
-                "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+                "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
             ],
             body: Data(html.utf8)
         )

@@ -39,6 +39,8 @@ public final class TokenServer: Sendable {
     let publishedConfiguration: [String: ConfigValue]
     /// Installations registered per client address.
     let registrationLimiter: RateLimiter
+    /// Wrong HTTP Basic secrets per client address.
+    let clientAuthenticationLimiter: RateLimiter
     /// Where the transport serving this server listens, when `server.publicURL` is not set.
     private let servedAt = Mutex<String?>(nil)
 
@@ -212,6 +214,10 @@ public final class TokenServer: Sendable {
             perMinute: configuration.rateLimitPerMinute,
             burst: configuration.rateLimitBurst
         )
+        clientAuthenticationLimiter = RateLimiter(
+            perMinute: configuration.clientAuthenticationFailuresPerMinute,
+            burst: configuration.clientAuthenticationFailuresPerMinute
+        )
         clock = environment.clock
         logger = environment.logger
         var audit = environment.logger
@@ -359,8 +365,10 @@ public final class TokenServer: Sendable {
             try require("POST", request)
             return try await issueWebLogin(request)
         case Endpoint.webSignIn:
-            try require("GET", request)
-            return try await redeemWebLogin(request)
+            // The page that asks to continue, and its form.
+            if request.method == "POST" { return try await redeemWebLogin(request) }
+            try require("GET", request, allowed: "GET, POST")
+            return try await webSignInPage(request)
         case Endpoint.webSession:
             try require("GET", request)
             return try await webSessionPage(request)
@@ -425,10 +433,11 @@ public final class TokenServer: Sendable {
 
     // MARK: - Requests
 
-    private func require(_ method: String, _ request: WireRequest) throws {
+    private func require(_ method: String, _ request: WireRequest, allowed: String? = nil) throws {
         guard request.method == method else {
-            var error = ServerError(405, "invalid_request", "\(request.path) accepts \(method) only.")
-            error.headers["Allow"] = method
+            let allowed = allowed ?? method
+            var error = ServerError(405, "invalid_request", "\(request.path) accepts \(allowed) only.")
+            error.headers["Allow"] = allowed
             throw error
         }
     }

@@ -214,6 +214,7 @@ public actor AuthenticatorHarness {
             case .commitAttempt, .countFailure:
                 failureCount += 1
                 countedAttempts += 1
+            case .attemptFailed: break
             case .resetFailures: failureCount = 0
             case .identifyUser, .createProfile, .issueTokens, .approveTransaction, .revokeUser: break
             case .storeRegistration(_, let data): registration = data

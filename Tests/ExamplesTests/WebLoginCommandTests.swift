@@ -34,10 +34,24 @@ struct WebLoginCommandTests {
         let start = try #require(printed.range(of: "\(url)/web/sign-in?token="))
         let link = try #require(URL(string: String(printed[start.lowerBound...].prefix { !$0.isWhitespace })))
 
-        // A browser: follows the redirect and keeps the cookie.
+        // A browser: keeps the cookies, and follows the redirect. The link's page asks first.
         let browser = URLSession(configuration: .ephemeral)
         defer { browser.finishTasksAndInvalidate() }
-        let (page, response) = try await browser.data(from: link)
+        let (question, asked) = try await browser.data(from: link)
+        #expect((asked as? HTTPURLResponse)?.statusCode == 200)
+        let html = String(decoding: question, as: UTF8.self)
+        #expect(html.contains("Continue as ann@example.com"))
+        // The user presses the button: the form's fields, posted to the form's action.
+        var fields: [String] = []
+        for match in html.matches(of: #/<input type="hidden" name="([a-z]+)" value="([A-Za-z0-9_-]+)">/#) {
+            fields.append("\(match.output.1)=\(match.output.2)")
+        }
+        #expect(fields.count == 2)
+        var submit = URLRequest(url: try #require(URL(string: "\(url)/web/sign-in")))
+        submit.httpMethod = "POST"
+        submit.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        submit.httpBody = Data(fields.joined(separator: "&").utf8)
+        let (page, response) = try await browser.data(for: submit)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         #expect(String(decoding: page, as: UTF8.self).contains("Signed in as ann@example.com"))
         // The link worked once.

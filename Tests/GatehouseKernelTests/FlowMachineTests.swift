@@ -91,6 +91,32 @@ struct FlowMachineTests {
         #expect(names(actions) == ["resetFailures", "issueTokens", "endFlow", "reply(done)"])
     }
 
+    @Test("an attempt is reported failed once, when it fails: never on a released guess that then succeeds")
+    func failuresReported() {
+        func failed(_ actions: [FlowAction]) -> Int { names(actions).filter { $0.hasPrefix("attemptFailed") }.count }
+        let counter = AttemptCounter(failures: 0, maximum: 5)
+        // A PIN evaluation (commits), then the right PIN: no failure.
+        var right = authentication(counter: counter)
+        var reported = failed(right.messageArrived(counter: counter))
+        reported += failed(right.apply(challenge(reserves: true), counter: counter))
+        reported += failed(
+            right.apply(.succeeded(AuthenticationSuccess()), counter: AttemptCounter(failures: 1, maximum: 5))
+        )
+        #expect(reported == 0)
+        // The evaluation, then a wrong PIN: one.
+        var wrong = authentication(counter: counter)
+        reported = failed(wrong.messageArrived(counter: counter))
+        reported += failed(wrong.apply(challenge(reserves: true), counter: counter))
+        reported += failed(wrong.apply(failure(counts: true), counter: AttemptCounter(failures: 1, maximum: 5)))
+        #expect(reported == 1)
+        // The evaluation, then the flow cancelled: the guess stands, one.
+        var cancelled = authentication(counter: counter)
+        reported = failed(cancelled.messageArrived(counter: counter))
+        reported += failed(cancelled.apply(challenge(reserves: true), counter: counter))
+        reported += failed(cancelled.cancel(counter: AttemptCounter(failures: 1, maximum: 5)))
+        #expect(reported == 1)
+    }
+
     @Test("a second guess released in one flow is another attempt, counted before it is released")
     func secondGuessInOneFlow() {
         var machine = authentication(counter: AttemptCounter(failures: 0, maximum: 3))
@@ -100,9 +126,10 @@ struct FlowMachineTests {
                 == "commitAttempt"
         )
         #expect(names(machine.messageArrived(counter: AttemptCounter(failures: 1, maximum: 3))) == [])
+        // The first guess, never answered, has failed; the second is counted before it goes out.
         #expect(
-            names(machine.apply(challenge(reserves: true), counter: AttemptCounter(failures: 1, maximum: 3))).first
-                == "countFailure"
+            names(machine.apply(challenge(reserves: true), counter: AttemptCounter(failures: 1, maximum: 3))).prefix(2)
+                == ["attemptFailed(pin)", "countFailure"]
         )
         #expect(
             names(machine.apply(challenge(reserves: true), counter: AttemptCounter(failures: 2, held: 1, maximum: 3)))
@@ -112,7 +139,7 @@ struct FlowMachineTests {
         )
         #expect(
             names(machine.apply(challenge(reserves: true), counter: AttemptCounter(failures: 3, maximum: 3))) == [
-                "deregister", "endFlow", "refuse(userDeregistered, ended)",
+                "attemptFailed(pin)", "deregister", "endFlow", "refuse(userDeregistered, ended)",
             ]
         )
     }
@@ -125,7 +152,8 @@ struct FlowMachineTests {
         let actions = machine.apply(failure(counts: true), counter: counter)
         #expect(
             names(actions) == [
-                "commitAttempt", "saveFlow(authenticate(face), none)", "refuse(invalidPin, authenticate(face))",
+                "commitAttempt", "attemptFailed(face)", "saveFlow(authenticate(face), none)",
+                "refuse(invalidPin, authenticate(face))",
             ]
         )
         let refused = try #require(refusal(actions))
@@ -139,7 +167,7 @@ struct FlowMachineTests {
         _ = machine.messageArrived(counter: counter)
         #expect(
             names(machine.apply(failure(counts: true), counter: counter)) == [
-                "commitAttempt", "deregister", "endFlow", "refuse(userDeregistered, ended)",
+                "commitAttempt", "attemptFailed(pin)", "deregister", "endFlow", "refuse(userDeregistered, ended)",
             ]
         )
     }
@@ -159,7 +187,7 @@ struct FlowMachineTests {
         _ = committed.apply(challenge(reserves: true), counter: counter)
         #expect(
             names(committed.apply(failure(counts: false), counter: AttemptCounter(failures: 1, maximum: 3))) == [
-                "saveFlow(authenticate(pin), none)", "refuse(invalidPin, authenticate(pin))",
+                "attemptFailed(pin)", "saveFlow(authenticate(pin), none)", "refuse(invalidPin, authenticate(pin))",
             ]
         )
     }
@@ -216,7 +244,7 @@ struct FlowMachineTests {
         _ = committed.apply(challenge(reserves: true), counter: AttemptCounter(failures: 1, maximum: 2))
         #expect(
             names(committed.cancel(counter: AttemptCounter(failures: 2, maximum: 2))) == [
-                "deregister", "endFlow", "refuse(userDeregistered, ended)",
+                "attemptFailed(pin)", "deregister", "endFlow", "refuse(userDeregistered, ended)",
             ]
         )
     }

@@ -9,6 +9,7 @@ import GatehouseTesting
 import GatehouseYAML
 import Hummingbird
 import Logging
+import MetricsTestKit
 import ServiceLifecycle
 import Synchronization
 import TOTPAuthenticator
@@ -165,6 +166,8 @@ struct Fixture {
     let pushes: InProcessPushTransport
     /// The server's clock, which the clients share (DPoP proofs are dated by it).
     let clock: any WallClock
+    /// What the server counted (the cluster tests' servers count elsewhere).
+    var metrics = TestMetrics()
 
     static let portalSecret = "portal-secret-0123456789"
     static let gatewaySecret = "gateway-secret-0123456789"
@@ -347,6 +350,20 @@ struct Fixture {
         }
     }
 
+    /// How often the server counted the security event `event`, in any flow.
+    func securityEvents(_ event: String) -> Int64 {
+        metrics.counters.filter { counter in
+            counter.label == "gatehouse_security_events_total"
+                && counter.dimensions.contains { $0.0 == "event" && $0.1 == event }
+        }
+        .reduce(0) { $0 + $1.totalValue }
+    }
+
+    /// The audit lines (`log=audit`) with `event=<event>`.
+    func auditLines(_ event: String) -> [String] {
+        serverLog.lines.filter { $0.contains("log=audit") && $0.contains("event=\(event)") }
+    }
+
     func count(_ table: String) async throws -> Int {
         try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0 }
     }
@@ -396,6 +413,7 @@ func withFixture(
     let environment = PluginEnvironment(logger: serverLog.logger, clock: clock, services: ["codes": FixedCodeAPI()])
     let script = StatusScript()
     let pushes = InProcessPushTransport()
+    let metrics = TestMetrics()
     let registry = try PluginRegistry.testing(script)
     let embedded: EmbeddedTokenServer
     var schema: String?
@@ -406,7 +424,8 @@ func withFixture(
             manifest: manifest,
             registry: registry,
             environment: environment,
-            pushTransports: [.apns: pushes]
+            pushTransports: [.apns: pushes],
+            metrics: metrics
         )
     case .postgres:
         let cluster = try PostgresTestCluster.shared()
@@ -419,7 +438,8 @@ func withFixture(
                 registry: registry,
                 database: try ServerDatabase(cluster.url(schema: made)),
                 environment: environment,
-                pushTransports: [.apns: pushes]
+                pushTransports: [.apns: pushes],
+                metrics: metrics
             )
         )
     }
@@ -433,7 +453,8 @@ func withFixture(
             serverLog: serverLog,
             clientLog: clientLog,
             pushes: pushes,
-            clock: clock
+            clock: clock,
+            metrics: metrics
         )
     }
     do {

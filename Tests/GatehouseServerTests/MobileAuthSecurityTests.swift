@@ -197,6 +197,105 @@ struct MobileAuthSecurityTests {
             }
         }
     }
+
+    /// The X25519 points of small order (RFC 7748 §6.1; libsodium's list), and each with the
+    /// top bit set, which X25519 ignores.
+    static let lowOrderPoints: [Data] = {
+        func hex(_ text: String) -> Data {
+            Data(
+                stride(from: 0, to: text.count, by: 2).compactMap { offset in
+                    let start = text.index(text.startIndex, offsetBy: offset)
+                    return UInt8(text[start..<text.index(start, offsetBy: 2)], radix: 16)
+                }
+            )
+        }
+        let ff = String(repeating: "ff", count: 30)
+        let points = [
+            Data(count: 32), Data([1]) + Data(count: 31),
+            hex("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+            hex("5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157"),
+            hex("ec" + ff + "7f"), hex("ed" + ff + "7f"), hex("ee" + ff + "7f"),
+        ]
+        return points
+            + points.map { point in
+                var high = point
+                high[31] |= 0x80
+                return high
+            }
+    }()
+
+    @Test(
+        "low-order X25519 device keys are refused at enrolment, and nothing is sealed to one",
+        arguments: Mode.allCases
+    )
+    func lowOrderDeviceKeys(mode: Mode) async throws {
+        #expect(Self.lowOrderPoints.count == 14 && Self.lowOrderPoints.allSatisfy { $0.count == 32 })
+        try await withFixture(mode) { fixture in
+            let client = try fixture.client()
+            _ = try await registeredAndLoggedIn(client)
+            let url = fixture.transport.baseURL + Endpoint.mobileAuthEnrolment
+            for point in Self.lowOrderPoints {
+                let response = try await fixture.send(
+                    "POST",
+                    Endpoint.mobileAuthEnrolment,
+                    body: try WireCoding.encode(MobileAuthEnrolmentRequest(publicKey: point)),
+                    headers: try await client.resourceHeaders(.user, method: "POST", url: url)
+                )
+                #expect(response.status == 400, "\(point.base64URLEncodedString)")
+                #expect(
+                    try errorBody(response).errorDescription.contains("low-order"),
+                    "\(String(decoding: response.body, as: UTF8.self))"
+                )
+            }
+            #expect(try await fixture.count("mobile_enrolments") == 0)
+            // A proper key still enrols.
+            try await client.enrollForMobileAuth()
+            #expect(try await fixture.count("mobile_enrolments") == 1)
+        }
+        // Sealing refuses them too (RFC 9180 §7.1.4), whatever the library does with the
+        // all-zero secret; and an answer whose encapsulated key is one does not open.
+        for point in Self.lowOrderPoints {
+            let key = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: point)
+            #expect(key.isLowOrder)
+            #expect(Curve25519.KeyAgreement.PublicKey(wire: Base64URLData(point)) == nil)
+            #expect(throws: SealingError.lowOrderKey) {
+                try SealedBox.seal(Data("secret".utf8), for: key, purpose: .payload, transactionID: "t")
+            }
+            let forged = SealedBox(encapsulatedKey: point, ciphertext: Data(count: 32))
+            #expect(throws: SealingError.lowOrderKey) {
+                try forged.open(with: Curve25519.KeyAgreement.PrivateKey(), purpose: .answer, transactionID: "t")
+            }
+        }
+        #expect(!Curve25519.KeyAgreement.PrivateKey().publicKey.isLowOrder)
+    }
+
+    @Test(
+        "the enrolment status endpoint spends its DPoP proof: the same proof twice is refused",
+        arguments: Mode.allCases
+    )
+    func statusProofSingleUse(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let (client, _) = try await enrolledDevice(fixture)
+            let url = fixture.transport.baseURL + Endpoint.mobileAuthStatus
+            let headers = try await client.resourceHeaders(.user, method: "GET", url: url)
+            let first = try await fixture.send("GET", Endpoint.mobileAuthStatus, headers: headers)
+            #expect(first.status == 200)
+            let status = try WireCoding.decode(MobileAuthEnrolmentStatus.self, from: first.body)
+            #expect(status.enrolled && status.pushEnrolled)
+            let replayed = try await fixture.send("GET", Endpoint.mobileAuthStatus, headers: headers)
+            #expect(replayed.status == 401)
+            #expect(try errorBody(replayed).errorDescription.contains("already used"))
+            // A fresh proof is fine, and the push enrolment (which reads the status in its own
+            // change) still answers it.
+            let fresh = try await fixture.send(
+                "GET",
+                Endpoint.mobileAuthStatus,
+                headers: try await client.resourceHeaders(.user, method: "GET", url: url)
+            )
+            #expect(fresh.status == 200)
+            try await client.enrollForPushMobileAuth(deviceToken: "apns-token-0002", platform: .apns)
+        }
+    }
 }
 
 extension Fixture {

@@ -54,14 +54,17 @@ public struct FlowMachine: Sendable {
         switch outcome {
         case .challenge(let challenge):
             var actions: [FlowAction] = []
-            if case .authenticate = stage {
+            if case .authenticate(let id) = stage {
                 switch (challenge.reservesAttempt, state.attempt) {
                 case (true, .held): actions.append(.commitAttempt)
                 case (true, .none), (true, .committed):
+                    // A guess released before and never answered has failed.
+                    let abandoned: [FlowAction] = state.attempt == .committed ? [.attemptFailed(authenticator: id)] : []
                     // Another guess in the same flow (a second PIN evaluation) is another attempt:
                     // count it before anything is released, within the same limits as a new flow.
-                    if let counter, counter.isExhausted { return deregistering([]) }
+                    if let counter, counter.isExhausted { return deregistering(abandoned) }
                     if let counter, counter.isBusy { return [.refuse(FlowRefusal(Self.busy, stage: stage))] }
+                    actions += abandoned
                     actions.append(.countFailure)
                 case (false, .held): actions.append(.releaseAttempt)
                 case (false, .committed), (false, .none): break
@@ -191,6 +194,8 @@ public struct FlowMachine: Sendable {
         case (false, .held): actions.append(.releaseAttempt)
         case (_, .committed), (false, .none): break
         }
+        // Counted when the guess was released (a PIN evaluation) or just now: a failure either way.
+        if counted { actions.append(.attemptFailed(authenticator: id)) }
         state.attempt = .none
         state.session = nil
         if counted, let counter, counter.isExhausted { return deregistering(actions) }
@@ -214,7 +219,13 @@ public struct FlowMachine: Sendable {
     /// Gives a held attempt back, or keeps a committed one as a failure. Returns the counter as it
     /// then stands.
     private mutating func settleHold(counter: AttemptCounter?) -> ([FlowAction], AttemptCounter?) {
-        let actions: [FlowAction] = state.attempt == .held ? [.releaseAttempt] : []
+        var actions: [FlowAction] = []
+        switch (state.attempt, state.stage) {
+        case (.held, _): actions.append(.releaseAttempt)
+        // A released guess given up without its answer has failed.
+        case (.committed, .authenticate(let id)?): actions.append(.attemptFailed(authenticator: id))
+        default: break
+        }
         state.attempt = .none
         return (actions, counter)
     }

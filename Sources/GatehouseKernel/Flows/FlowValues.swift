@@ -169,6 +169,10 @@ public enum FlowAction: Sendable, CustomStringConvertible {
     case releaseAttempt
     /// Count a failure that held no attempt.
     case countFailure
+    /// An attempt at `authenticator` failed: a counted refusal, or a released guess (a PIN
+    /// evaluation) given up without its answer. The counter already holds it (an earlier
+    /// `commitAttempt` or `countFailure`); the host reports it, once per failed attempt.
+    case attemptFailed(authenticator: String)
     /// Success: the counter starts again from zero.
     case resetFailures
     /// The identity provider named the user: find the profile of that user on this client, or
@@ -180,7 +184,8 @@ public enum FlowAction: Sendable, CustomStringConvertible {
     case storeRegistration(authenticator: String, data: Data)
     /// Forget an authenticator's registration for the profile.
     case removeRegistration(authenticator: String)
-    /// Delete the profile, its registrations and its tokens.
+    /// Delete the profile, its registrations and its tokens: a lockout, its failures having
+    /// reached the maximum (the machine deregisters for nothing else).
     case deregister
     /// Mint a new session for the profile.
     case issueTokens
@@ -205,6 +210,7 @@ public enum FlowAction: Sendable, CustomStringConvertible {
         case .commitAttempt: "commitAttempt"
         case .releaseAttempt: "releaseAttempt"
         case .countFailure: "countFailure"
+        case .attemptFailed(let authenticator): "attemptFailed(\(authenticator))"
         case .resetFailures: "resetFailures"
         case .identifyUser: "identifyUser"
         case .createProfile: "createProfile"

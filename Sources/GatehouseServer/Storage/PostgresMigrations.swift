@@ -165,6 +165,32 @@ enum PostgresMigrations {
                 "CREATE INDEX replayed_grants_expires_at ON replayed_grants (expires_at)",
             ]
         ),
+        (
+            // Login tokens and web sessions name the app session (token family) they came from.
+            "v6-web-session-origin",
+            [
+                "DROP TABLE web_sessions",
+                "DROP TABLE web_login_tokens",
+                """
+                CREATE TABLE web_login_tokens (hash BYTEA PRIMARY KEY,
+                    profile_id TEXT NOT NULL REFERENCES profiles (id) ON DELETE CASCADE,
+                    family TEXT NOT NULL REFERENCES families (id) ON DELETE CASCADE,
+                    target TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX web_login_tokens_profile_id ON web_login_tokens (profile_id)",
+                "CREATE INDEX web_login_tokens_family ON web_login_tokens (family)",
+                "CREATE INDEX web_login_tokens_expires_at ON web_login_tokens (expires_at)",
+                """
+                CREATE TABLE web_sessions (hash BYTEA PRIMARY KEY,
+                    profile_id TEXT NOT NULL REFERENCES profiles (id) ON DELETE CASCADE,
+                    family TEXT NOT NULL REFERENCES families (id) ON DELETE CASCADE,
+                    expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX web_sessions_profile_id ON web_sessions (profile_id)",
+                "CREATE INDEX web_sessions_family ON web_sessions (family)",
+                "CREATE INDEX web_sessions_expires_at ON web_sessions (expires_at)",
+            ]
+        ),
     ]
 
     /// Brings the database to this version's schema; on a pool thread (it waits for answers).

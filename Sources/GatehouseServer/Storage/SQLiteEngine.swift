@@ -324,6 +324,22 @@ final class SQLiteEngine: StorageEngine {
                 table.column("expires_at", .double).notNull().indexed()
             }
         }
+        migrator.registerMigration("v6-web-session-origin") { db in
+            // A web session lasts only as long as the app session (token family) it came from,
+            // so login tokens and web sessions name it. Those open at the upgrade go: their
+            // origin is unknown, and signing in again from the app costs the user one tap.
+            try db.drop(table: "web_sessions")
+            try db.drop(table: "web_login_tokens")
+            for name in ["web_login_tokens", "web_sessions"] {
+                try db.create(table: name) { table in
+                    table.column("hash", .blob).primaryKey()
+                    table.column("profile_id", .text).notNull().references("profiles", onDelete: .cascade).indexed()
+                    table.column("family", .text).notNull().references("families", onDelete: .cascade).indexed()
+                    if name == "web_login_tokens" { table.column("target", .text).notNull() }
+                    table.column("expires_at", .double).notNull().indexed()
+                }
+            }
+        }
         return migrator
     }
 
