@@ -244,7 +244,8 @@ let package = Package(
             name: "XignInRegistration",
             dependencies: [
                 "GatehouseKernel", "GatehousePlugins", "GatehouseServer", "GatehouseYAML", "CustomAPIIdentityProvider",
-                "XignInClient", "XignInManager", "XignInValidators", .product(name: "Logging", package: "swift-log"),
+                "XignInClient", "XignInManager", "XignInValidators", "GatehouseOutbound",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/XignInRegistration"
         ),

@@ -42,7 +42,7 @@ struct ResourceGateway: AsyncParsableCommand {
         let secret =
             ProcessInfo.processInfo.environment["GATEHOUSE_GATEWAY_SECRET"] ?? "example-gateway-secret-change-me"
         let validator = AccessValidator(
-            introspector: HTTPIntrospection(
+            introspector: try HTTPIntrospection(
                 tokenServer: tokenServerURL,
                 resourceServerID: resourceServer,
                 secret: secret,

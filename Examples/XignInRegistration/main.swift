@@ -7,6 +7,7 @@
 import CustomAPIIdentityProvider
 import Foundation
 import GatehouseKernel
+import GatehouseOutbound
 import GatehousePlugins
 import GatehouseServer
 import GatehouseYAML
@@ -45,7 +46,7 @@ struct NoRegistrationAPI: CustomRegistrationAPI {
 
 /// Linked-service delivery is printed instead of posted.
 struct PrintingProvisioner: LinkedServiceProvisioner {
-    func provision(_ delivery: LinkedServiceDelivery, at url: URL) async throws {
+    func provision(_ delivery: LinkedServiceDelivery, at url: OutboundURL) async throws {
         let attributes = delivery.attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
             separator: ", "
         )

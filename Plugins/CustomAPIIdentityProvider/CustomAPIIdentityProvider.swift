@@ -210,7 +210,9 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
             let urlText = try container.decodeIfPresent(String.self, forKey: .url)
             maxAttempts = try container.decode(Int.self, forKey: .maxAttempts, default: 3, in: 1...10)
             if let urlText {
-                guard let url = URL(string: urlText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil
+                // The port too: one the HTTP stack cannot represent must stop the start, not a call.
+                guard let url = URL(string: urlText), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
+                    url.port.map({ (1...65535).contains($0) }) ?? true
                 else {
                     throw container.invalid(.url, "expected an http or https URL, found \"\(urlText)\"")
                 }

@@ -35,27 +35,31 @@ public enum OutboundHTTP {
         )
     )
 
-    /// POSTs `body` to `url` and waits at most `timeout` for the whole answer.
+    /// POSTs `body` to `url` and waits at most `timeout` (at most ten minutes) for the whole
+    /// answer. Only an ``OutboundURL`` gets here, so AsyncHTTPClient never parses a URL that was not
+    /// checked; whatever goes wrong below is a `Failure`, never anything else.
     public static func post(
-        _ url: URL,
+        _ url: OutboundURL,
         headers: [(String, String)],
         body: Data,
         timeout: Duration,
         maxResponseBytes: Int = 64 * 1024
-    ) async throws -> Response {
-        var request = HTTPClientRequest(url: url.absoluteString)
+    ) async throws(Failure) -> Response {
+        var request = HTTPClientRequest(url: url.text)
         request.method = .POST
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(bytes: body))
-        let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        // Bounded before the conversion to milliseconds, which would overflow for a huge Duration.
+        let bounded = min(max(timeout, .zero), .seconds(600))
+        let milliseconds = bounded.components.seconds * 1000 + bounded.components.attoseconds / 1_000_000_000_000_000
         do {
             let response = try await client.execute(request, timeout: .milliseconds(milliseconds))
-            let collected = try await response.body.collect(upTo: maxResponseBytes)
+            let collected = try await response.body.collect(upTo: max(0, maxResponseBytes))
             return Response(status: Int(response.status.code), body: Data(collected.readableBytesView))
-        } catch let error as HTTPClientError {
-            throw Failure(url: url.absoluteString, reason: "\(error)")
         } catch is NIOTooManyBytesError {
-            throw Failure(url: url.absoluteString, reason: "the answer is longer than \(maxResponseBytes) bytes")
+            throw Failure(url: url.text, reason: "the answer is longer than \(maxResponseBytes) bytes")
+        } catch {
+            throw Failure(url: url.text, reason: "\(error)")
         }
     }
 }

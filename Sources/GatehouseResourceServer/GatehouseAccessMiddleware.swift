@@ -27,7 +27,7 @@ public struct GatehouseAccessContext: GatehouseRequestContext {
 ///
 /// ```swift
 /// let validator = AccessValidator(
-///     introspector: HTTPIntrospection(tokenServer: url, resourceServerID: "gateway", secret: secret),
+///     introspector: try HTTPIntrospection(tokenServer: url, resourceServerID: "gateway", secret: secret),
 ///     publicURL: "https://api.example.com"
 /// )
 /// router.group("account")

@@ -12,6 +12,8 @@ import Synchronization
 /// revocation's propagation window. The cache holds at most `cacheCapacity` tokens, by hash.
 public final class HTTPIntrospection: TokenIntrospecting {
     public let endpoint: URL
+    /// `endpoint` as checked when configured; the only form the call is made with.
+    let target: OutboundURL
     public let cacheLifetime: TimeInterval
     let authorization: String
     let timeout: Duration
@@ -21,6 +23,9 @@ public final class HTTPIntrospection: TokenIntrospecting {
     ///   - tokenServer: The token server's URL, e.g. `https://auth.example.com`.
     ///   - cacheLifetime: Seconds an answer is reused (0–60, default 5): the longest a revoked
     ///     token can still pass here.
+    ///   - timeout: Seconds for one introspection call (0.1–600, default 5).
+    /// - Throws: ``IntrospectionURLRefusal`` when the endpoint is not a URL the server may call:
+    ///   http(s), a lower-case host or IP address, a port 1–65535, no user, no dot segments.
     public init(
         tokenServer: URL,
         resourceServerID: String,
@@ -28,15 +33,22 @@ public final class HTTPIntrospection: TokenIntrospecting {
         cacheLifetime: TimeInterval = 5,
         cacheCapacity: Int = 10_000,
         timeout: TimeInterval = 5
-    ) {
+    ) throws {
         endpoint = tokenServer.appendingPathComponent("v1/introspect")
-        self.cacheLifetime = min(max(cacheLifetime, 0), 60)
+        do {
+            target = try OutboundURL(endpoint.absoluteString)
+        } catch {
+            throw IntrospectionURLRefusal(url: endpoint.absoluteString, reason: error.reason)
+        }
+        // NaN passes neither bound of min/max: it is read as the default.
+        self.cacheLifetime = cacheLifetime.isNaN ? 5 : min(max(cacheLifetime, 0), 60)
         // RFC 6749 §2.3.1: id and secret are form-encoded before they are joined.
         let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
         let id = resourceServerID.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
         let encodedSecret = secret.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
         authorization = "Basic " + Data("\(id):\(encodedSecret)".utf8).base64EncodedString()
-        self.timeout = .milliseconds(Int64(timeout * 1000))
+        // Kept finite and small: the conversion to a Duration traps on NaN, infinity or overflow.
+        self.timeout = .milliseconds(Int64((timeout.isNaN ? 5 : min(max(timeout, 0.1), 600)) * 1000))
         cache = IntrospectionCache(capacity: cacheCapacity)
     }
 
@@ -45,7 +57,7 @@ public final class HTTPIntrospection: TokenIntrospecting {
         let now = Date().timeIntervalSince1970
         if let cached = cache.answer(for: key, now: now) { return cached }
         let response = try await OutboundHTTP.post(
-            endpoint,
+            target,
             headers: [
                 ("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"),
                 ("Authorization", authorization),
@@ -65,6 +77,13 @@ public final class HTTPIntrospection: TokenIntrospecting {
         if until > now { cache.keep(answer, for: key, until: until, now: now) }
         return answer
     }
+}
+
+/// The token server's URL does not make an introspection endpoint the resource server may call.
+public struct IntrospectionURLRefusal: Error, Sendable, CustomStringConvertible {
+    public var url: String
+    public var reason: String
+    public var description: String { "introspection endpoint \(url): \(reason)" }
 }
 
 /// The token server refused to introspect (wrong credentials, say) or could not.

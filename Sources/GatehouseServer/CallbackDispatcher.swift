@@ -56,7 +56,7 @@ final class CallbackDispatcher: Sendable {
     /// Sends what is due, then schedules the next look.
     private func sendDue() async {
         do {
-            let due = try await store.dueCallbacks(now: clock.now.timeIntervalSince1970)
+            let due = try await store.dueCallbacks(now: clock.now.timeIntervalSince1970, maxAttempts: maxAttempts)
             await withTaskGroup(of: Void.self) { group in
                 for callback in due { group.addTask { await self.send(callback) } }
             }
@@ -73,15 +73,21 @@ final class CallbackDispatcher: Sendable {
     }
 
     private func send(_ callback: ServerStore.DueCallback) async {
-        guard let client = clients[callback.apiClient], let url = URL(string: callback.uri),
+        // The stored URI is checked again before anything is sent: a row written by an older
+        // version, or by hand, that no longer passes is failed, never handed to the HTTP client.
+        guard let client = clients[callback.apiClient], let url = try? client.callbackTarget(callback.uri),
             let body = try? WireCoding.encode(
                 PortalCallback(
                     transactionID: callback.transactionID,
                     status: callback.status,
-                    callbackURI: callback.uri
+                    callbackURI: url.text
                 )
             )
         else {
+            logger.warning(
+                "Callback failed: its API client or URI is no longer allowed",
+                metadata: ["transaction": "\(callback.transactionID)"]
+            )
             try? await store.callbackTried(callback.transactionID, delivered: false, retryAt: nil)
             return
         }
@@ -100,8 +106,10 @@ final class CallbackDispatcher: Sendable {
             maxResponseBytes: 4096
         )
         let delivered = answer.map { (200..<300).contains($0.status) } ?? false
-        let attempt = callback.attempts + 1
-        let retryAt = attempt < maxAttempts ? clock.now.timeIntervalSince1970 + pow(2, Double(attempt - 1)) : nil
+        // The claim counted this try already.
+        let attempt = callback.attempts
+        let retryAt =
+            attempt < maxAttempts ? clock.now.timeIntervalSince1970 + pow(2, Double(max(0, attempt - 1))) : nil
         if !delivered {
             logger.info(
                 "Callback not delivered",

@@ -1,5 +1,6 @@
 import Foundation
 public import GatehouseKernel
+import GatehouseOutbound
 
 /// The manifest's `server.mobileAuth` section: who may start mobile authentications, which types
 /// there are, and how devices enrol. Without it the server offers no mobile authentication.
@@ -19,8 +20,10 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
         public var id: String
         /// At least 16 characters; also the key of the HMAC that signs its callbacks.
         public var secret: String
-        /// Callback URIs must start with one of these; without any, callbacks are refused.
+        /// Callback URIs must start with one of these; without any, callbacks are refused. Each is
+        /// an ``OutboundURL/Prefix``: compared by scheme, host, port and whole path segments.
         public var callbackPrefixes: [String]
+        private var prefixes: [OutboundURL.Prefix] = []
 
         private enum CodingKeys: String, CodingKey { case id, secret, callbackPrefixes }
 
@@ -30,18 +33,27 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
             secret = try container.decode(String.self, forKey: .secret)
             guard secret.utf8.count >= 16 else { throw container.invalid(.secret, "use at least 16 characters") }
             callbackPrefixes = try container.decode([String].self, forKey: .callbackPrefixes, default: [])
-            for prefix in callbackPrefixes where CallbackTarget(prefix: prefix) == nil {
-                throw container.invalid(
-                    .callbackPrefixes,
-                    "\"\(prefix)\" is not an http(s) URL of a host (no user, query or fragment)"
-                )
+            for prefix in callbackPrefixes {
+                do {
+                    prefixes.append(try OutboundURL.Prefix(prefix))
+                } catch {
+                    throw container.invalid(.callbackPrefixes, "\"\(prefix)\": \(error.reason)")
+                }
             }
         }
 
         /// Whether `uri` is one this client may be called back at.
         public func allowsCallback(to uri: String) -> Bool {
-            guard let target = CallbackTarget(uri: uri) else { return false }
-            return callbackPrefixes.contains { CallbackTarget(prefix: $0)?.covers(target) == true }
+            (try? callbackTarget(uri)) != nil
+        }
+
+        /// `uri` checked as a URL to call and against the prefixes; throws why not.
+        func callbackTarget(_ uri: String) throws(OutboundURL.Refusal) -> OutboundURL {
+            let url = try OutboundURL(uri)
+            guard prefixes.contains(where: { $0.allows(url) }) else {
+                throw OutboundURL.Refusal("not one of the API client's callback prefixes")
+            }
+            return url
         }
     }
 
@@ -118,43 +130,5 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
         guard Set(apiClients.map(\.id)).count == apiClients.count else {
             throw container.invalid(.apiClients, "each API client id must be unique")
         }
-    }
-}
-
-/// A callback URI, or a prefix that allows some, compared by parts rather than as text, so that
-/// `https://portal.example` allows neither `https://portal.example.evil.net/` nor
-/// `https://portal.example@10.0.0.1/`.
-struct CallbackTarget: Equatable {
-    var scheme: String
-    var host: String
-    /// nil: the scheme's default; for a prefix ending in `host:`, any port.
-    var port: Int?
-    var anyPort = false
-    var path: String
-
-    init?(uri: String) {
-        guard let parts = URLComponents(string: uri), let scheme = parts.scheme?.lowercased(),
-            scheme == "http" || scheme == "https", let host = parts.host?.lowercased(), !host.isEmpty,
-            parts.user == nil, parts.password == nil, parts.fragment == nil
-        else { return nil }
-        self.scheme = scheme
-        self.host = host
-        port = parts.port
-        path = parts.path
-    }
-
-    init?(prefix: String) {
-        let anyPort = prefix.hasSuffix(":")
-        guard var parsed = CallbackTarget(uri: anyPort ? String(prefix.dropLast()) : prefix),
-            URLComponents(string: prefix)?.query == nil
-        else { return nil }
-        parsed.anyPort = anyPort
-        self = parsed
-    }
-
-    func covers(_ target: CallbackTarget) -> Bool {
-        guard scheme == target.scheme, host == target.host, anyPort || port == target.port else { return false }
-        if path.isEmpty || path == "/" { return true }
-        return target.path == path || target.path.hasPrefix(path.hasSuffix("/") ? path : path + "/")
     }
 }

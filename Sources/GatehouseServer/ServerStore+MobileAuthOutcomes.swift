@@ -126,6 +126,7 @@ extension ServerStore {
         var apiClient: String
         var uri: String
         var status: MobileAuthTransactionStatus
+        /// Tries so far, this one included: it was counted when it was claimed.
         var attempts: Int
     }
 
@@ -133,7 +134,9 @@ extension ServerStore {
     static let callbackClaimLifetime = 30.0
 
     /// Marks lapsed pending transactions expired, then claims and returns the callbacks due by `now`.
-    func dueCallbacks(now: Double) async throws -> [DueCallback] {
+    /// A claim counts as a try, so a callback whose sending never reports back (the process died or
+    /// hung) is tried at most `maxAttempts` times in all; one that has had them is failed instead.
+    func dueCallbacks(now: Double, maxAttempts: Int) async throws -> [DueCallback] {
         try await write { db in
             let lapsed = try String.fetchAll(
                 db,
@@ -149,14 +152,22 @@ extension ServerStore {
                     """,
                 arguments: [now - Self.endedTransactionLifetime]
             )
-            // Claimed for a while as they are read: an instance sharing the database that looks now
-            // finds them not due (the condition is checked again on the row it would claim, after
-            // any claim committed meanwhile), so each callback is sent by one instance. One that dies while
-            // sending leaves it due again when the claim lapses.
+            // Tries used up by claims that never reported back: given up, not sent again.
+            try db.execute(
+                sql: """
+                    UPDATE mobile_transactions SET callback_state = 'failed', callback_next_at = NULL
+                    WHERE callback_state = 'due' AND callback_next_at <= ? AND callback_attempts >= ?
+                    """,
+                arguments: [now, maxAttempts]
+            )
+            // Claimed for a while as they are read, and counted: an instance sharing the database
+            // that looks now finds them not due (the condition is checked again on the row it would
+            // claim, after any claim committed meanwhile), so each callback is sent by one instance.
+            // One that dies while sending leaves it due again when the claim lapses, one try spent.
             return try SQLRow.fetchAll(
                 db,
                 sql: """
-                    UPDATE mobile_transactions SET callback_next_at = ?
+                    UPDATE mobile_transactions SET callback_next_at = ?, callback_attempts = callback_attempts + 1
                     WHERE id IN (
                         SELECT id FROM mobile_transactions WHERE callback_state = 'due' AND callback_next_at <= ?
                         ORDER BY callback_next_at LIMIT 64)
@@ -177,15 +188,13 @@ extension ServerStore {
         }
     }
 
-    /// Records a callback try: sent, or due again after `retryAt` (nil: given up).
+    /// Records how a claimed try ended: sent, or due again after `retryAt` (nil: given up). The try
+    /// itself was counted by the claim.
     func callbackTried(_ id: String, delivered: Bool, retryAt: Double?) async throws {
         try await write { db in
             let state = delivered ? "sent" : (retryAt == nil ? "failed" : "due")
             try db.execute(
-                sql: """
-                    UPDATE mobile_transactions SET callback_state = ?, callback_attempts = callback_attempts + 1,
-                        callback_next_at = ? WHERE id = ?
-                    """,
+                sql: "UPDATE mobile_transactions SET callback_state = ?, callback_next_at = ? WHERE id = ?",
                 arguments: [state, retryAt, id]
             )
         }

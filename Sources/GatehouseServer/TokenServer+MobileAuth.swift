@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseKernel
+import GatehouseOutbound
 import GatehouseProtocol
 import Logging
 import Synchronization
@@ -301,10 +302,12 @@ extension TokenServer {
             )
         }
         if let uri = body.callbackURI {
-            guard uri.utf8.count <= 2048, client.allowsCallback(to: uri) else {
-                throw ServerError.invalidRequest(
-                    "Invalid field callback_uri: not one of the API client's callback prefixes."
-                )
+            // Checked whole (every component, the port within 1–65535) and stored as it came: the
+            // text kept is the text the callback goes to.
+            do {
+                _ = try client.callbackTarget(uri)
+            } catch {
+                throw ServerError.invalidRequest("Invalid field callback_uri: \(error.reason).")
             }
         }
         let id = Data.random(count: 24).base64URLEncodedString

@@ -1,5 +1,5 @@
 public import Foundation
-import GatehouseOutbound
+public import GatehouseOutbound
 import GatehouseProtocol
 
 /// An activation message to send to a newly registered user.
@@ -125,16 +125,20 @@ public struct LinkedServiceDelivery: Codable, Sendable, Equatable {
 /// Creates the account at a linked service after the first activation.
 public protocol LinkedServiceProvisioner: Sendable {
     /// Delivers `delivery` to the service at `url`; throws when it did not accept it.
-    func provision(_ delivery: LinkedServiceDelivery, at url: URL) async throws
+    func provision(_ delivery: LinkedServiceDelivery, at url: OutboundURL) async throws
 }
 
 /// Posts the delivery as JSON to the service mapping's webhook URL.
 public struct WebhookProvisioner: LinkedServiceProvisioner {
     public let timeout: TimeInterval
 
-    public init(timeout: TimeInterval = 10) { self.timeout = timeout }
+    /// - Parameter timeout: Seconds for the whole call, 0.1–600 (anything else is taken to the nearer end).
+    public init(timeout: TimeInterval = 10) {
+        // Kept finite and small: the conversion to a Duration traps on NaN, infinity or overflow.
+        self.timeout = timeout.isNaN ? 10 : min(max(timeout, 0.1), 600)
+    }
 
-    public func provision(_ delivery: LinkedServiceDelivery, at url: URL) async throws {
+    public func provision(_ delivery: LinkedServiceDelivery, at url: OutboundURL) async throws {
         let answer = try await OutboundHTTP.post(
             url,
             headers: [("Content-Type", "application/json")],
@@ -143,7 +147,7 @@ public struct WebhookProvisioner: LinkedServiceProvisioner {
             maxResponseBytes: 4096
         )
         guard (200..<300).contains(answer.status) else {
-            throw OutboundHTTP.Failure(url: url.absoluteString, reason: "the service answered HTTP \(answer.status)")
+            throw OutboundHTTP.Failure(url: url.text, reason: "the service answered HTTP \(answer.status)")
         }
     }
 }

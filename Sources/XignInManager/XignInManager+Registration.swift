@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import GatehouseKernel
+import GatehouseOutbound
 import GatehouseProtocol
 import Logging
 import XignInValidators
@@ -152,7 +153,7 @@ extension XignInManager {
         let now = now
         let maximum = configuration.maxActivationAttempts
         enum Result: Sendable {
-            case activated(IdentityManagerEntity, LinkedServiceDelivery?, URL?)
+            case activated(IdentityManagerEntity, LinkedServiceDelivery?, OutboundURL?)
             case wrongPin(remaining: Int)
         }
         let result = try await pool.write { db -> Result in
@@ -200,7 +201,7 @@ extension XignInManager {
             )
             // Arbitrary attributes go to the linked service once, and are deleted whatever it answers.
             var delivery: LinkedServiceDelivery?
-            var webhook: URL?
+            var webhook: OutboundURL?
             if let data = try Data.fetchOne(
                 db,
                 sql: "SELECT data FROM pending_attributes WHERE account_id = ?",

@@ -1,5 +1,6 @@
-public import Foundation
+import Foundation
 import GatehouseKernel
+public import GatehouseOutbound
 public import XignInValidators
 
 /// The XignIn manager's settings: the manifest's `xignin` section. Every key has a default.
@@ -72,11 +73,13 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
     /// A linked service that gets an account after the first activation.
     public struct ServiceMapping: Decodable, Sendable, Equatable {
         public var id: String
-        public var webhook: URL
+        /// Checked whole at start-up (``OutboundURL``): a port out of range, a user, a dot segment or
+        /// a non-canonical spelling is a manifest error, not a failure at the first delivery.
+        public var webhook: OutboundURL
 
         private enum CodingKeys: String, CodingKey { case id, webhook }
 
-        public init(id: String, webhook: URL) {
+        public init(id: String, webhook: OutboundURL) {
             self.id = id
             self.webhook = webhook
         }
@@ -85,10 +88,11 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(String.self, forKey: .id)
             let text = try container.decode(String.self, forKey: .webhook)
-            guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                throw container.invalid(.webhook, "expected an http or https URL, found \"\(text)\"")
+            do {
+                webhook = try OutboundURL(text)
+            } catch {
+                throw container.invalid(.webhook, "\"\(text)\": \(error.reason)")
             }
-            webhook = url
         }
     }
 

@@ -170,7 +170,8 @@ struct MobileAuthFormatTests {
         )
         for allowed in [
             "https://portal.example/callbacks", "https://portal.example/callbacks/42",
-            "https://PORTAL.example/callbacks/x?t=1", "http://127.0.0.1:9000/hook", "http://127.0.0.1/hook",
+            "https://portal.example/callbacks/x?t=1", "http://127.0.0.1:9000/hook", "http://127.0.0.1/hook",
+            "http://127.0.0.1:65535/hook",
         ] {
             #expect(client.allowsCallback(to: allowed), "\(allowed)")
         }
@@ -179,8 +180,33 @@ struct MobileAuthFormatTests {
             "https://portal.example/callbacks-evil", "http://portal.example/callbacks",
             "https://portal.example:8443/callbacks", "http://127.0.0.1.evil.com:9000/", "http://user@127.0.0.1:9000/",
             "file:///etc/passwd", "gopher://127.0.0.1:70/", "https://portal.example/callbacks#frag", "not a url",
+            // A port the HTTP client cannot represent, non-canonical spellings, dot segments and
+            // their encodings: each would have been stored as written and sent as something else.
+            "http://127.0.0.1:65536/cb", "http://127.0.0.1:0/cb", "https://PORTAL.example/callbacks/x",
+            "https://portal.example/callbacks/../admin", "https://portal.example/callbacks/%2e%2e/admin",
+            "https://portal.example/callbacks/..%2fadmin", "https://portal.example/callbacks/%2E%2E/admin",
+            "https://%70ortal.example/callbacks", "https://ｐortal.example/callbacks",
+            "https://portal.example/callbacks\r\n",
+            "https://portal.example/callbacks/a b",
         ] {
             #expect(!client.allowsCallback(to: refused), "\(refused)")
+        }
+    }
+
+    @Test("a callback prefix with a dot segment, an encoding of one, or a bad port is a manifest error")
+    func callbackPrefixRefusals() throws {
+        for prefix in [
+            "https://portal.example/cb/../admin", "https://portal.example/cb/%2e%2e/admin",
+            "https://portal.example/cb/..%2fadmin", "http://127.0.0.1:65536", "https://portal.example/cb?x=1",
+            "https://Portal.example/cb",
+        ] {
+            let yaml = "{id: portal, secret: portal-secret-0123456789, callbackPrefixes: [\"\(prefix)\"]}"
+            #expect(throws: (any Error).self, "\(prefix)") {
+                try ConfigurationDecoder().decode(
+                    MobileAuthConfiguration.APIClient.self,
+                    from: try YAMLManifestFormat().parse(Data(yaml.utf8))
+                )
+            }
         }
     }
 

@@ -39,7 +39,7 @@ struct OutboundHTTPTests {
             tasks.addTask { try await group.run() }
             var iterator = ports.makeAsyncIterator()
             let port = try #require(await iterator.next())
-            func url(_ path: String) throws -> URL { try #require(URL(string: "http://127.0.0.1:\(port)\(path)")) }
+            func url(_ path: String) throws -> OutboundURL { try OutboundURL("http://127.0.0.1:\(port)\(path)") }
 
             let moved = try await OutboundHTTP.post(
                 try url("/moved"),
