@@ -74,7 +74,7 @@ struct EventChannelTests {
                 "GET \(Endpoint.mobileAuthEvents)?profile=\(profile.id) HTTP/1.1\r\nHost: \(base.host ?? "")\r\n"
                     + "DPoP: \(proof)\r\n\r\n"
             )
-            #expect(try socket.receive().hasPrefix("HTTP/1.1 200"))
+            #expect(try await socket.receive().hasPrefix("HTTP/1.1 200"))
             #expect(await eventually { fixture.server.hub.listenerCount == 1 })
             // Not at the next keep-alive (15 s), whose write would fail.
             if halfClose { socket.closeSendingSide() } else { socket.close() }
@@ -135,12 +135,18 @@ final class RawConnection {
         guard write(descriptor, bytes, bytes.count) == bytes.count else { throw POSIXError(.EIO) }
     }
 
-    /// What arrives next (at most 64 KiB, waiting at most 20 s).
-    func receive() throws -> String {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let count = read(descriptor, &buffer, buffer.count)
-        guard count > 0 else { throw POSIXError(.EIO) }
-        return String(decoding: buffer[..<count], as: UTF8.self)
+    /// What arrives next (at most 64 KiB, waiting at most 20 s). The blocking read runs on a
+    /// thread of its own: on the cooperative pool it could starve the in-process server.
+    func receive() async throws -> String {
+        let descriptor = descriptor
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                let count = read(descriptor, &buffer, buffer.count)
+                guard count > 0 else { return continuation.resume(throwing: POSIXError(.EIO)) }
+                continuation.resume(returning: String(decoding: buffer[..<count], as: UTF8.self))
+            }
+        }
     }
 
     /// Shuts down the sending side only: the server reads the end, and could still write.
