@@ -65,10 +65,13 @@ struct ServerError: Error {
                 (502, "temporarily_unavailable")
             case (RegistrationDomain.name, RegistrationError.Code.invalidIdentityProvider.rawValue):
                 (400, "invalid_request")
+            case (AuthenticationDomain.name, AuthenticationError.Code.authenticatorUnavailable.rawValue):
+                (503, "temporarily_unavailable")
             default: (400, "invalid_grant")
             }
         self.status = overriding ?? status
         if self.status == 429 { headers["Retry-After"] = "1" }
+        if self.status == 503 { headers["Retry-After"] = "5" }
         self.body = ErrorBody(
             error: name,
             errorDescription: error.message,

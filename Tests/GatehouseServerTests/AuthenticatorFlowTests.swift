@@ -151,6 +151,40 @@ struct AuthenticatorFlowTests {
     }
 
     @Test(
+        "a custom service that is down costs no attempt and deregisters nobody; the app hears a temporary failure",
+        arguments: Mode.allCases
+    )
+    func serviceOutage(mode: Mode) async throws {
+        try await withFixture(mode, maxPinFailures: 3) { fixture in
+            let client = try fixture.client()
+            let profile = try await registeredAndLoggedIn(client)
+            try await add("scripted", to: client)
+            // More outages than the maximum of failures.
+            for _ in 0..<5 {
+                fixture.script.answer(StatusScript.outage)
+                do {
+                    try await client.authenticateUser(
+                        profile,
+                        authenticator: "scripted",
+                        delegate: ScriptedResponder([.customAuthenticator(.data("123456"))])
+                    )
+                    Issue.record("authenticated while the service was down")
+                } catch let error as AuthenticationError {
+                    #expect(error.code == .authenticatorUnavailable)
+                }
+            }
+            #expect(try await failures(fixture) == 0)
+            #expect(try await client.authenticators(.registered, for: profile).map(\.id).sorted() == ["pin", "scripted"])
+            // Back up: the same user authenticates at once.
+            try await client.authenticateUser(
+                profile,
+                authenticator: "scripted",
+                delegate: ScriptedResponder([.customAuthenticator(.data("123456"))])
+            )
+        }
+    }
+
+    @Test(
         "one counter for every kind: a wrong PIN, a custom 4000 and a failed scan deregister at exactly three",
         arguments: Mode.allCases
     )

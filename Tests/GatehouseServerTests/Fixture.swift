@@ -120,11 +120,17 @@ final class StatusScript: Sendable {
     func answer(_ statuses: Int...) { state.withLock { $0.statuses += statuses } }
     var checked: Int { state.withLock { $0.checked } }
 
-    func next() -> CustomAuthenticatorResult {
+    /// Scripted instead of a status: the service throws, as one whose backend is down does.
+    static let outage = -1
+
+    struct BackendDown: Error {}
+
+    func next() throws -> CustomAuthenticatorResult {
         let status = state.withLock { state -> Int in
             state.checked += 1
             return state.statuses.isEmpty ? 2000 : state.statuses.removeFirst()
         }
+        if status == Self.outage { throw BackendDown() }
         return CustomAuthenticatorResult(status: status, responsePayload: "status \(status)")
     }
 }
@@ -139,11 +145,11 @@ extension PluginRegistry {
             summary: "answers scripted statuses",
             device: ClosureCustomAuthenticatorDevice(),
             service: ClosureCustomAuthenticatorService(
-                register: { _ in script.next() },
+                register: { _ in try script.next() },
                 authenticate: { _ in
                     let delay = script.delay.withLock { $0 }
                     if delay > .zero { try await Task.sleep(for: delay) }
-                    return script.next()
+                    return try script.next()
                 }
             )
         )

@@ -29,7 +29,7 @@ public enum AuthenticationDomain: ErrorDomain {
             .invalidPin, .userNotAuthenticated, .authenticatorInvalid, .authenticatorDeregistered,
             .customAuthenticatorFailure, .biometricAuthenticatorFailure, .authenticatorNotRegistered,
             .customAuthenticationDisabled, .noApplicableAuthenticator, .authenticatorAlreadyRegistered,
-            .authenticatorNotSupported, .pinDeregistrationNotPossible,
+            .authenticatorNotSupported, .pinDeregistrationNotPossible, .authenticatorUnavailable,
         ]
     }
 }
@@ -175,6 +175,15 @@ extension GatehouseError.Code where Domain == AuthenticationDomain {
     }
     public static var biometricAuthenticatorFailure: Self {
         Self(9030, name: "biometricAuthenticatorFailure", defaultMessage: "Biometric authentication failed.")
+    }
+    /// The authenticator's server half could not check the answer (the service behind it is
+    /// down or failed): nothing was counted, the user tries again later.
+    public static var authenticatorUnavailable: Self {
+        Self(
+            9035,
+            name: "authenticatorUnavailable",
+            defaultMessage: "The authenticator could not check the answer just now; no attempt was counted. Try again later."
+        )
     }
     public static var authenticatorNotRegistered: Self {
         Self(

@@ -84,15 +84,10 @@ public enum StageOutcome: Sendable {
         } catch let error as any DomainError {
             return .failed(StageFailure(error, countsAsAttempt: false))
         } catch {
+            // It could not decide (its service is down, a bug): a temporary failure, never a
+            // wrong answer, so an outage costs no attempt and deregisters nobody.
             return .failed(
-                StageFailure(
-                    AuthenticationError(
-                        .authenticatorInvalid,
-                        message: "The \(plugin) authenticator failed: \(error)",
-                        plugin: plugin
-                    ),
-                    countsAsAttempt: false
-                )
+                StageFailure(AuthenticationError(.authenticatorUnavailable, plugin: plugin), countsAsAttempt: false)
             )
         }
     }

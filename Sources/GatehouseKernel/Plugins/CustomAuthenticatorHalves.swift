@@ -124,7 +124,11 @@ public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Auth
 /// | 4001 | refused: already registered | refused |
 /// | 4002 | refused | refused, registration removed, PIN takes over |
 /// | 5000 | refused | refused, counted, registration removed, PIN takes over |
-/// | other, or the service throws | refused: the service is misconfigured | refused, counted |
+/// | other | refused: the service is misconfigured | refused, counted |
+/// | the service throws | refused, temporarily (9035) | refused, temporarily (9035), not counted |
+///
+/// A service that throws could not check the answer (its backing service is down): that is a
+/// temporary failure, not a wrong answer, so an outage costs the user no attempt.
 public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: AuthenticatorVerifier {
     public let descriptor: AuthenticatorDescriptor
     public let service: Service
@@ -138,7 +142,12 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
         guard let message = CustomCoding.decode(CustomMessage.self, request.message), message.op == .register else {
             throw invalid("expected a registration")
         }
-        let result = try await service.register(serviceRequest(request, payload: message.payload))
+        let result: CustomAuthenticatorResult
+        do {
+            result = try await service.register(serviceRequest(request, payload: message.payload))
+        } catch {
+            return temporaryFailure()
+        }
         let info = CustomInfo(status: result.status, data: result.responsePayload)
         switch result.status {
         case CustomAuthenticatorStatus.success:
@@ -170,7 +179,12 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
         }
         switch message.op {
         case .begin:
-            let data = try await service.challengeData(serviceRequest(request, payload: nil, stored: stored.data))
+            let data: String?
+            do {
+                data = try await service.challengeData(serviceRequest(request, payload: nil, stored: stored.data))
+            } catch {
+                return temporaryFailure()
+            }
             return .challenge(
                 AuthenticatorChallenge(
                     payload: try CustomCoding.encode(CustomChallengePayload(challengeData: data)),
@@ -187,8 +201,8 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
                 checked.challengeData = session.challengeData
                 result = try await service.authenticate(checked)
             } catch {
-                // An answer the service could not check counts, as a wrong one does: fail closed.
-                return refusal(.authenticatorInvalid, CustomInfo(status: 5000, data: nil), counts: true)
+                // Not checked is not wrong: nothing is counted, and the user tries again later.
+                return temporaryFailure()
             }
             let info = CustomInfo(status: result.status, data: result.responsePayload)
             switch result.status {
@@ -249,5 +263,21 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
 
     private func invalid(_ detail: String) -> GenericError {
         GenericError(.requestInvalid, message: "\(descriptor.name): \(detail).", plugin: descriptor.type)
+    }
+
+    /// The service threw: it could not decide, so nothing counts and nothing is removed.
+    private func temporaryFailure() -> AuthenticationOutcome {
+        .failure(
+            AuthenticationFailure(
+                AuthenticationError(
+                    .authenticatorUnavailable,
+                    message: "\(descriptor.name) could not check the answer just now; no attempt was counted. "
+                        + "Try again later.",
+                    plugin: descriptor.type
+                ),
+                countsAsAttempt: false,
+                removesRegistration: false
+            )
+        )
     }
 }
