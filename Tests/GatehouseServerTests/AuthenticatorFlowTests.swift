@@ -174,7 +174,9 @@ struct AuthenticatorFlowTests {
                 }
             }
             #expect(try await failures(fixture) == 0)
-            #expect(try await client.authenticators(.registered, for: profile).map(\.id).sorted() == ["pin", "scripted"])
+            #expect(
+                try await client.authenticators(.registered, for: profile).map(\.id).sorted() == ["pin", "scripted"]
+            )
             // Back up: the same user authenticates at once.
             try await client.authenticateUser(
                 profile,

@@ -182,7 +182,8 @@ extension GatehouseError.Code where Domain == AuthenticationDomain {
         Self(
             9035,
             name: "authenticatorUnavailable",
-            defaultMessage: "The authenticator could not check the answer just now; no attempt was counted. Try again later."
+            defaultMessage:
+                "The authenticator could not check the answer just now; no attempt was counted. Try again later."
         )
     }
     public static var authenticatorNotRegistered: Self {
