@@ -84,6 +84,24 @@ struct PluginRegistryTests {
         #expect(throws: ManifestError.self) { try registry.load(empty) }
     }
 
+    @Test("refuses a plugin that publishes a configuration key its configuration never reads")
+    func refusesUnreadPublishedKey() throws {
+        let registry = try PluginRegistry(validators: [MisspeltPublishingPlugin.self, PublishingPlugin.self])
+        // The key is refused whether or not the entry sets it: the configuration never asks for it.
+        let misspelt = try Manifest(["validators": [["id": "x", "type": "test.misspelt"]]], source: "app.json")
+        do {
+            _ = try registry.load(misspelt)
+            Issue.record("a misspelt published key was accepted")
+        } catch {
+            #expect(
+                error.description
+                    == #"app.json: validators[0] (id "x"): type: MisspeltPublishingPlugin publishes the configuration key "maxLenght", which its configuration never reads; fix its publishedConfigurationKeys"#
+            )
+        }
+        let spelt = try Manifest(["validators": [["id": "y", "type": "test.publishing"]]], source: "app.json")
+        _ = try registry.load(spelt)
+    }
+
     @Test("builds nothing when any entry is invalid")
     func buildsNothingOnError() throws {
         let registry = try PluginRegistry(validators: [LengthValidatorPlugin.self])

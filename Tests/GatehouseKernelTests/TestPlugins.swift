@@ -99,3 +99,25 @@ enum FixedAuthenticatorPlugin: AuthenticatorPlugin {
 final class CallCounter: Sendable {
     let count = Mutex(0)
 }
+
+/// A validator plugin that publishes a key its configuration never reads (`maxLenght`).
+enum MisspeltPublishingPlugin: ValidatorPlugin {
+    typealias Configuration = LengthValidatorPlugin.Configuration
+    static let typeIdentifier: PluginTypeIdentifier = "test.misspelt"
+    static let summary = "Publishes a misspelt key"
+    static let publishedConfigurationKeys: Set<String> = ["maxLenght"]
+    static func makeValidator(configuration: Configuration, context: PluginContext) -> any Validator<String> {
+        LengthValidatorPlugin.LengthValidator(maxLength: configuration.maxLength)
+    }
+}
+
+/// The same plugin spelling its published key right.
+enum PublishingPlugin: ValidatorPlugin {
+    typealias Configuration = LengthValidatorPlugin.Configuration
+    static let typeIdentifier: PluginTypeIdentifier = "test.publishing"
+    static let summary = "Publishes its maximum length"
+    static let publishedConfigurationKeys: Set<String> = ["maxLength"]
+    static func makeValidator(configuration: Configuration, context: PluginContext) -> any Validator<String> {
+        LengthValidatorPlugin.LengthValidator(maxLength: configuration.maxLength)
+    }
+}

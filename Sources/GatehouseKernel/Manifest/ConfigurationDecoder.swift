@@ -12,6 +12,15 @@ public struct ConfigurationDecoder: Sendable {
 
     /// Decodes `type` from `value`. `codingPath` prefixes the paths in error messages.
     public func decode<T: Decodable>(_ type: T.Type, from value: ConfigValue) throws(ConfigurationError) -> T {
+        try decodeReportingKeys(type, from: value).value
+    }
+
+    /// Decodes `type` from `value`, and tells which keys of the top-level object the type asked
+    /// about, present or not (what it reads; a plugin's published keys must be among them).
+    func decodeReportingKeys<T: Decodable>(
+        _ type: T.Type,
+        from value: ConfigValue
+    ) throws(ConfigurationError) -> (value: T, askedKeys: Set<String>) {
         let tracker = KeyUsageTracker()
         let decoder = TreeDecoder(value: value, codingPath: [], tracker: tracker)
         let result: T
@@ -25,7 +34,7 @@ public struct ConfigurationDecoder: Sendable {
             throw ConfigurationError(path: [], problem: String(describing: error))
         }
         if !ignoresUnknownKeys, let unknown = tracker.firstUnknownKey() { throw unknown }
-        return result
+        return (result, tracker.askedKeys(at: []))
     }
 }
 
@@ -106,6 +115,9 @@ private final class KeyUsageTracker {
     func markUsed(_ key: String, at path: [any CodingKey]) {
         objects[Self.id(path)]?.used.insert(key)
     }
+
+    /// The keys asked about in the object at `path`.
+    func askedKeys(at path: [any CodingKey]) -> Set<String> { objects[Self.id(path)]?.used ?? [] }
 
     func firstUnknownKey() -> ConfigurationError? {
         for id in objects.keys.sorted() {

@@ -17,7 +17,8 @@ public protocol Plugin: Sendable {
     static var summary: String { get }
     /// The keys of `config` the token server publishes at `/v1/configuration`, so an app can
     /// build this plugin's client half from the server alone. Only what is not secret and what
-    /// the client half reads; the default publishes nothing.
+    /// the client half reads; the default publishes nothing. Each must be a key the
+    /// configuration reads: a manifest naming the plugin is refused at load otherwise.
     static var publishedConfigurationKeys: Set<String> { get }
 }
 

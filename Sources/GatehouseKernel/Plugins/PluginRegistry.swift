@@ -146,8 +146,9 @@ public struct PluginRegistry: Sendable {
                         "unknown \(entry.kind) type \(quoted(entry.type.rawValue)); known types: \(known.isEmpty ? "none" : known)"
                 )
             }
+            let decoded: (configuration: any Sendable, askedKeys: Set<String>)
             do {
-                checked.append((entry, registration, try registration.decode(entry.configuration)))
+                decoded = try registration.decode(entry.configuration)
             } catch {
                 throw ManifestError(
                     source: manifest.source,
@@ -156,6 +157,19 @@ public struct PluginRegistry: Sendable {
                     problem: error.problem
                 )
             }
+            // A published key the configuration never reads is a plugin's typo: its value would
+            // reach apps unchecked, or never.
+            if let unread = registration.publishedKeys.subtracting(decoded.askedKeys).sorted().first {
+                throw ManifestError(
+                    source: manifest.source,
+                    entry: entry.location,
+                    path: "type",
+                    problem:
+                        "\(registration.implementation) publishes the configuration key \(quoted(unread)), which its "
+                        + "configuration never reads; fix its publishedConfigurationKeys"
+                )
+            }
+            checked.append((entry, registration, decoded.configuration))
         }
 
         var loaded = LoadedPlugins(source: manifest.source)
@@ -222,7 +236,7 @@ public struct PluginRegistry: Sendable {
         let type: PluginTypeIdentifier
         let summary: String
         let implementation: String
-        let decode: @Sendable (ConfigValue) throws(ConfigurationError) -> any Sendable
+        let decode: @Sendable (ConfigValue) throws(ConfigurationError) -> (any Sendable, askedKeys: Set<String>)
         let make: @Sendable (any Sendable, PluginContext, PluginSides) throws -> Instance
         var publishedKeys: Set<String> = []
 
@@ -238,8 +252,8 @@ public struct PluginRegistry: Sendable {
             self.type = type
             self.summary = summary
             self.implementation = implementation
-            self.decode = { (value: ConfigValue) throws(ConfigurationError) -> any Sendable in
-                try ConfigurationDecoder().decode(NoConfiguration.self, from: value)
+            self.decode = { (value: ConfigValue) throws(ConfigurationError) -> (any Sendable, askedKeys: Set<String>) in
+                (try ConfigurationDecoder().decode(NoConfiguration.self, from: value), [])
             }
             self.make = { _, context, sides in try make(context, sides) }
         }
@@ -254,8 +268,12 @@ public struct PluginRegistry: Sendable {
             self.summary = P.summary
             self.implementation = String(describing: plugin)
             self.publishedKeys = P.publishedConfigurationKeys
-            self.decode = { (value: ConfigValue) throws(ConfigurationError) -> any Sendable in
-                try ConfigurationDecoder().decode(P.Configuration.self, from: value)
+            self.decode = { (value: ConfigValue) throws(ConfigurationError) -> (any Sendable, askedKeys: Set<String>) in
+                let (configuration, asked) = try ConfigurationDecoder().decodeReportingKeys(
+                    P.Configuration.self,
+                    from: value
+                )
+                return (configuration, asked)
             }
             self.make = { configuration, context, sides in
                 guard let typed = configuration as? P.Configuration else {
