@@ -17,7 +17,8 @@ import Musl
 ///   without leading zeros, or a bracketed IPv6 address in its RFC 5952 form (`[::1]`); no
 ///   user or password;
 /// - port 1–65535 without leading zeros, and not the scheme's default (leave 80/443 out);
-/// - a path that starts with `/`, of RFC 3986 path characters, with no `.`/`..` segment and no
+/// - a path that starts with `/`, of RFC 3986 path characters, with no `.`/`..` segment (nor one
+///   with parameters, `..;x`, which servlet containers read as `..`) and no
 ///   empty segment except a trailing one (`/cb/`);
 /// - optionally a query of RFC 3986 query characters; never a fragment;
 /// - percent-encoding only where a character needs it: upper-case hex, never of an unreserved
@@ -260,7 +261,9 @@ public struct OutboundURL: Sendable, Hashable, CustomStringConvertible {
         )
         let segments = Self.segments(of: path)
         for (index, segment) in segments.enumerated() {
-            guard segment != ".", segment != ".." else { throw Refusal("the path has a . or .. segment") }
+            // Also with matrix parameters (`..;x`): servlet containers read `..;` as `..`.
+            let name = segment.prefix { $0 != ";" }
+            guard name != ".", name != ".." else { throw Refusal("the path has a . or .. segment") }
             guard !segment.isEmpty || index == segments.count - 1 else {
                 throw Refusal("the path has an empty segment (//)")
             }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GatehouseKernel
 import GatehouseProtocol
@@ -87,8 +88,9 @@ extension TokenServer {
             (1...128).contains(token.utf8.count), let user = try await store.webLoginUser(token, now: now)
         else { return invalidSignInLink() }
         // Double submit: the form's value must come back with this cookie, which a page on
-        // another site can neither read nor (SameSite=Strict) have sent with its own POST.
-        let csrf = Data.random(count: 24).base64URLEncodedString
+        // another site can neither read nor (SameSite=Strict) have sent with its own POST. The
+        // value is this server's, for this link: a pair made up, or shown for another link, fails.
+        let csrf = signInConfirmation(for: token, nonce: Data.random(count: 18))
         var cookie =
             "\(Self.signInCookie)=\(csrf); Path=/web/; HttpOnly; SameSite=Strict; Max-Age=\(Self.webLoginLifetime)"
         if publicURL.hasPrefix("https://") { cookie += "; Secure" }
@@ -116,7 +118,7 @@ extension TokenServer {
         else { return invalidSignInLink() }
         // The form this server showed, in this browser: its cookie came back with the same value,
         // and the browser does not report the POST as coming from another site.
-        guard let csrf = fields["csrf"], !csrf.isEmpty,
+        guard let csrf = fields["csrf"], isSignInConfirmation(csrf, for: token),
             cookie(Self.signInCookie, in: request).map({ ConstantTime.equals($0, csrf) }) == true,
             request.header("Sec-Fetch-Site")?.lowercased() != "cross-site"
         else {
@@ -149,6 +151,23 @@ extension TokenServer {
 
     /// The double-submit cookie of the sign-in page.
     static let signInCookie = "gh_web_confirm"
+
+    /// `nonce.mac`: an HMAC of the link token and the nonce under a server secret every instance
+    /// shares, so only a page this server showed for this link yields a value that passes.
+    func signInConfirmation(for token: String, nonce: Data) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data("gatehouse web sign-in \(token) ".utf8) + nonce,
+            using: SymmetricKey(data: store.dpopNonceSecret)
+        )
+        return nonce.base64URLEncodedString + "." + Data(mac).base64URLEncodedString
+    }
+
+    func isSignInConfirmation(_ value: String, for token: String) -> Bool {
+        let parts = value.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count == 24, let nonce = Data(base64URLEncoded: String(parts[0]))
+        else { return false }
+        return ConstantTime.equals(signInConfirmation(for: token, nonce: nonce), value)
+    }
 
     private func invalidSignInLink() -> WireResponse {
         webPage(

@@ -43,7 +43,7 @@ struct WebLoginCommandTests {
         #expect(html.contains("Continue as ann@example.com"))
         // The user presses the button: the form's fields, posted to the form's action.
         var fields: [String] = []
-        for match in html.matches(of: #/<input type="hidden" name="([a-z]+)" value="([A-Za-z0-9_-]+)">/#) {
+        for match in html.matches(of: #/<input type="hidden" name="([a-z]+)" value="([A-Za-z0-9_.-]+)">/#) {
             fields.append("\(match.output.1)=\(match.output.2)")
         }
         #expect(fields.count == 2)

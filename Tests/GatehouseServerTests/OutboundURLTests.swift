@@ -47,6 +47,9 @@ struct OutboundURLTests {
             "https://portal.example/cb/%2e%2e/admin", "https://portal.example/cb/%2E%2E/admin",
             "https://portal.example/cb/.%2e/admin", "https://portal.example/cb/..%2fadmin",
             "https://portal.example/cb/..%2Fadmin", "https://portal.example/cb/%5Cadmin",
+            // Dot segments with matrix parameters, which servlet containers read as dot segments.
+            "https://portal.example/cb/..;/admin", "https://portal.example/cb/..;x=1/admin",
+            "https://portal.example/cb/.;/x",
             "https://portal.example/cb\\admin",
             "https://portal.example/cb//admin", "https://portal.example//cb",
             // Spaces, controls, non-canonical or broken percent-encoding, characters no part allows.

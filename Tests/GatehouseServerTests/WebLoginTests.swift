@@ -12,7 +12,7 @@ struct WebLoginTests {
     private func confirmation(_ page: WireResponse) throws -> (fields: [String: String], cookie: String) {
         let html = String(decoding: page.body, as: UTF8.self)
         var fields: [String: String] = [:]
-        for match in html.matches(of: #/<input type="hidden" name="([a-z]+)" value="([A-Za-z0-9_-]+)">/#) {
+        for match in html.matches(of: #/<input type="hidden" name="([a-z]+)" value="([A-Za-z0-9_.-]+)">/#) {
             fields[String(match.output.1)] = String(match.output.2)
         }
         let setCookie = try #require(page.header("Set-Cookie"))
@@ -83,6 +83,19 @@ struct WebLoginTests {
                 try await post(fixture, fields, headers: ["Cookie": confirmCookie, "Sec-Fetch-Site": "cross-site"])
                     .status == 403
             )
+            // A pair made up by whoever can plant a cookie, for a link whose page was never shown,
+            // and this page's pair for another link: refused (the value is the server's, per link).
+            #expect(
+                try await post(
+                    fixture,
+                    ["token": login.token, "csrf": "attackerchosen"],
+                    headers: ["Cookie": "gh_web_confirm=attackerchosen"]
+                ).status == 403
+            )
+            let other = try await client.appToWebSingleSignOn(targetURL: try #require(URL(string: target)))
+            var crossed = fields
+            crossed["token"] = other.token
+            #expect(try await post(fixture, crossed, headers: ["Cookie": confirmCookie]).status == 403)
             #expect(try await fixture.count("web_sessions") == 0)
 
             // The user continues: the session starts on that POST.
