@@ -48,6 +48,13 @@ public struct HTTPServerLimits: Sendable, Equatable {
         return max(1, min(maxConnections, room))
     }
 
+    /// `maxConnectionsPerAddress` (0: none), lowered to half the effective connection slots, so
+    /// one address never holds every slot when `maxConnections` is set low.
+    public var effectiveMaxConnectionsPerAddress: Int {
+        guard maxConnectionsPerAddress > 0 else { return 0 }
+        return min(maxConnectionsPerAddress, max(1, effectiveMaxConnections / 2))
+    }
+
     /// Descriptors kept back from connections.
     static let reservedDescriptors = 64
 }

@@ -74,7 +74,7 @@ public enum HTTPTokenServer {
         // Events channels never take more than half the connection slots: the rest stay for
         // everything else, `/health` included.
         server.limitEventChannels(to: max(1, limits.effectiveMaxConnections / 2))
-        let ledger = ConnectionLedger(limit: limits.maxConnectionsPerAddress)
+        let ledger = ConnectionLedger(limit: limits.effectiveMaxConnectionsPerAddress)
         let requestTimeout = limits.requestTimeout
         return Application(
             responder: responder,

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseProtocol
+import GatehouseServer
 import Testing
 
 @Suite("Rate limits per client address")
@@ -35,5 +36,22 @@ struct RateLimiterTests {
         for index in 0..<1000 { _ = limiter.take("10.0.\(index / 256).\(index % 256)", now: Double(index) / 1000) }
         // The newest address still has its bucket: its second request is refused.
         #expect(limiter.take("10.0.3.231", now: 0.999) != nil)
+    }
+}
+
+@Suite("Connection limits")
+struct ConnectionLimitTests {
+    @Test("one address never holds every connection slot: its limit is at most half of them")
+    func perAddressAtMostHalf() {
+        #expect(
+            HTTPServerLimits(maxConnections: 40, maxConnectionsPerAddress: 128).effectiveMaxConnectionsPerAddress == 20
+        )
+        #expect(
+            HTTPServerLimits(maxConnections: 40, maxConnectionsPerAddress: 8).effectiveMaxConnectionsPerAddress == 8
+        )
+        #expect(
+            HTTPServerLimits(maxConnections: 40, maxConnectionsPerAddress: 0).effectiveMaxConnectionsPerAddress == 0
+        )
+        #expect(HTTPServerLimits(maxConnections: 1, maxConnectionsPerAddress: 5).effectiveMaxConnectionsPerAddress == 1)
     }
 }
