@@ -1,4 +1,5 @@
 import GatehouseProtocol
+import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
@@ -100,8 +101,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// waits for its next request, the only time the timer runs.
     private var requestsRead = 0
     private var responsesWritten = 0
-    /// Response heads written: one more than `responsesWritten` while a response streams.
-    private var responsesStarted = 0
+    /// Whether the response being written is an event stream (whose end may never come).
+    private var streaming = false
 
     init(requestTimeout: Duration, ledger: ConnectionLedger) {
         self.requestTimeout = .nanoseconds(requestTimeout.nanoseconds)
@@ -136,8 +137,10 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head: responsesStarted += 1
+        case .head(let head):
+            streaming = head.headerFields[.contentType]?.hasPrefix("text/event-stream") == true
         case .end:
+            streaming = false
             responsesWritten += 1
             if responsesWritten >= requestsRead { arm(context) }
         case .body: break
@@ -145,12 +148,12 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.write(data, promise: promise)
     }
 
-    /// A client that closes its side while its response streams (an events channel) has gone:
+    /// A client that closes its side while its event stream is being written has gone:
     /// nobody reads what follows, so the connection and its slot are given back now rather than
     /// at the next keep-alive write that fails. A client that half-closes after a whole request
     /// and waits for an ordinary answer still gets it.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let event = event as? ChannelEvent, event == .inputClosed, responsesStarted > responsesWritten {
+        if streaming, let event = event as? ChannelEvent, event == .inputClosed {
             context.close(promise: nil)
             return
         }

@@ -24,8 +24,9 @@ final class PostgresConnectionPool: Sendable {
     private let eventLoops: any EventLoopGroup
     private let threads: NIOThreadPool
     private let idle = Mutex<[PooledConnection]>([])
-    /// Cancels each call asked for and not yet answered: a shutdown ends them all at once.
-    private let running = Mutex<[ObjectIdentifier: @Sendable () -> Void]>([:])
+    /// Cancels each call asked for and not yet answered: a shutdown ends them all at once, and
+    /// refuses calls asked for after it began.
+    private let running = Mutex<(calls: [ObjectIdentifier: @Sendable () -> Void], stopping: Bool)>(([:], false))
     private let logger: Logger
 
     init(configuration: PostgresConnection.Configuration, size: Int, logger: Logger) {
@@ -46,8 +47,12 @@ final class PostgresConnectionPool: Sendable {
         let deadline = timeout.map { NIODeadline.now() + TimeAmount($0) } ?? .distantFuture
         let call = PoolCall<T>()
         let id = ObjectIdentifier(call)
-        running.withLock { $0[id] = { call.cancel() } }
-        defer { running.withLock { $0[id] = nil } }
+        let admitted = running.withLock { running in
+            if !running.stopping { running.calls[id] = { call.cancel() } }
+            return !running.stopping
+        }
+        guard admitted else { throw DatabaseUnavailable(.stopping) }
+        defer { running.withLock { _ = $0.calls.removeValue(forKey: id) } }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard call.start(continuation) else { return }
@@ -66,7 +71,11 @@ final class PostgresConnectionPool: Sendable {
     /// Ends every call still running or waiting (their connections closed, their threads free
     /// at once), then waits for the threads and closes the idle connections.
     func shutdown() async {
-        for cancel in running.withLock({ Array($0.values) }) { cancel() }
+        let calls = running.withLock { running in
+            running.stopping = true
+            return Array(running.calls.values)
+        }
+        for cancel in calls { cancel() }
         try? await threads.shutdownGracefully()
         for connection in idle.withLock({ connections in
             defer { connections = [] }
@@ -108,20 +117,18 @@ final class PostgresConnectionPool: Sendable {
             idle.withLock { $0.append(leased) }
             throw DatabaseUnavailable(.stopping)
         }
-        defer { call.release() }
-        do {
-            let value = try body(leased, deadline)
-            if !leased.isClosed { idle.withLock { $0.append(leased) } }
-            return value
-        } catch {
+        let result = Result { try body(leased, deadline) }
+        // Released before it is handed on: a cancellation that came first may be abandoning it,
+        // and one that comes later no longer can (it would end another call's statement).
+        let reusable = call.release() && !leased.isClosed
+        switch result {
+        case .success:
+            if reusable { idle.withLock { $0.append(leased) } } else { leased.close() }
+        case .failure(let error):
             // A connection whose transaction could not be ended was closed by the session.
-            if !leased.isClosed, !(error is StaleConnection) {
-                idle.withLock { $0.append(leased) }
-            } else {
-                leased.close()
-            }
-            throw error
+            if reusable, !(error is StaleConnection) { idle.withLock { $0.append(leased) } } else { leased.close() }
         }
+        return try result.get()
     }
 
     /// Opens a connection; its failure is explained by the caller (a request's, or start-up's).
@@ -164,7 +171,7 @@ final class PooledConnection: Sendable {
     let connection: PostgresConnection
     /// Fails the statement waiting on this connection, if one is.
     private let waiting = Mutex<(@Sendable (any Error) -> Void)?>(nil)
-    private let abandoned = Atomic(false)
+    private let discarded = Atomic(false)
 
     init(_ connection: PostgresConnection) {
         self.connection = connection
@@ -173,16 +180,20 @@ final class PooledConnection: Sendable {
         }
     }
 
-    var isClosed: Bool { connection.isClosed || abandoned.load(ordering: .relaxed) }
+    /// Closed, or being closed: its channel may still look active for a moment after ``close()``.
+    var isClosed: Bool { connection.isClosed || discarded.load(ordering: .relaxed) }
 
     /// Closes the connection; it is kept until closed (postgres-nio insists on being closed
     /// before it is released).
-    func close() { connection.close().whenComplete { [connection] _ in _ = connection } }
+    func close() {
+        discarded.store(true, ordering: .relaxed)
+        connection.close().whenComplete { [connection] _ in _ = connection }
+    }
 
     /// Ends the statement waiting on this connection now, as ``DatabaseUnavailable/Reason/stopping``,
     /// and closes it: nothing more runs on it.
     func abandon() {
-        abandoned.store(true, ordering: .relaxed)
+        discarded.store(true, ordering: .relaxed)
         waiting.withLock { $0 }?(DatabaseUnavailable(.stopping))
         close()
     }
@@ -280,12 +291,19 @@ private final class PoolCall<Value: Sendable>: Sendable {
         }
     }
 
-    func stopsWaiting() { state.withLock { $0.abort = nil } }
+    func stopsWaiting() { _ = release() }
 
     /// The thread holds `connection` for the call; false when the call was cancelled meanwhile.
     func holds(_ connection: PooledConnection) -> Bool { waits { connection.abandon() } }
 
-    func release() { stopsWaiting() }
+    /// The thread is done with what it waited on; false when the call was cancelled first (its
+    /// abort may be running, so the connection must not be handed on).
+    func release() -> Bool {
+        state.withLock { state in
+            state.abort = nil
+            return !state.cancelled
+        }
+    }
 
     func finish(_ result: Result<Value, any Error>) {
         state.withLock { state in

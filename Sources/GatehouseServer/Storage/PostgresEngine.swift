@@ -373,7 +373,11 @@ final class PostgresSession: SQLSession {
     /// it is never handed on; the caller answers for `error` either way.
     func rollBack(after error: any Error) {
         guard !connection.isClosed else { return }
-        if error is DatabaseUnavailable || (error as? PSQLError).map(Self.isUnavailable) == true {
+        // The connection itself failed (lost, timed out, closing): nothing can be sent on it. A
+        // lock or statement timeout leaves it healthy; those roll back like any refusal.
+        if error is DatabaseUnavailable || error is ChannelError || error is IOError
+            || (error as? PSQLError).map(Self.isConnectionFailure) == true
+        {
             connection.close()
             return
         }
@@ -471,6 +475,17 @@ final class PostgresSession: SQLSession {
     static func isUnavailable(_ error: PSQLError) -> Bool {
         if let state = error.serverInfo?[.sqlState] {
             return ["55P03", "57014", "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006"].contains(state)
+        }
+        return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(
+            error.code
+        )
+    }
+
+    /// The connection is gone or going: the server ended the session (57P0x), or it failed
+    /// underneath (08xxx, closed, reset).
+    static func isConnectionFailure(_ error: PSQLError) -> Bool {
+        if let state = error.serverInfo?[.sqlState] {
+            return state.hasPrefix("08") || state.hasPrefix("57P")
         }
         return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(
             error.code
