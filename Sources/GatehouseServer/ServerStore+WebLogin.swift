@@ -53,18 +53,7 @@ extension ServerStore {
     /// The user a live login token would sign in, without spending it: for the page that asks the
     /// browser's user to continue as them.
     func webLoginUser(_ token: String, now: Double) async throws -> WebUser? {
-        try await lookup { db in
-            try SQLRow.fetchOne(
-                db,
-                sql: """
-                    SELECT profiles.subject, profiles.identity_provider FROM web_login_tokens
-                    JOIN profiles ON profiles.id = web_login_tokens.profile_id
-                    JOIN families ON families.id = web_login_tokens.family
-                    WHERE web_login_tokens.hash = ? AND web_login_tokens.expires_at > ? AND \(Self.appSessionLive)
-                    """,
-                arguments: [Self.tokenHash(token), now, now, now]
-            ).map { WebUser(subject: $0["subject"], identityProvider: $0["identity_provider"]) }
-        }
+        try await liveUser(in: "web_login_tokens", hash: Self.tokenHash(token), now: now)
     }
 
     /// Spends a login token (once, before it expires, while its app session is on) and opens a
@@ -108,16 +97,21 @@ extension ServerStore {
     /// The user of a live web session: checked on each use against the app session it came
     /// from, so it ends when that one is revoked or runs out.
     func webSessionUser(_ session: String, now: Double) async throws -> WebUser? {
+        try await liveUser(in: "web_sessions", hash: Self.tokenHash(session), now: now)
+    }
+
+    /// The user of a live row of `table` (login tokens or web sessions), its app session still on.
+    private func liveUser(in table: String, hash: Data, now: Double) async throws -> WebUser? {
         try await lookup { db in
             try SQLRow.fetchOne(
                 db,
                 sql: """
-                    SELECT profiles.subject, profiles.identity_provider FROM web_sessions
-                    JOIN profiles ON profiles.id = web_sessions.profile_id
-                    JOIN families ON families.id = web_sessions.family
-                    WHERE web_sessions.hash = ? AND web_sessions.expires_at > ? AND \(Self.appSessionLive)
+                    SELECT profiles.subject, profiles.identity_provider FROM \(table)
+                    JOIN profiles ON profiles.id = \(table).profile_id
+                    JOIN families ON families.id = \(table).family
+                    WHERE \(table).hash = ? AND \(table).expires_at > ? AND \(Self.appSessionLive)
                     """,
-                arguments: [Self.tokenHash(session), now, now, now]
+                arguments: [hash, now, now, now]
             ).map { WebUser(subject: $0["subject"], identityProvider: $0["identity_provider"]) }
         }
     }

@@ -79,14 +79,16 @@ final class Session {
 }
 
 /// Starts `gatehouse serve` (or another build of the commands) on a free loopback port with its
-/// state in `directory`.
+/// state in `directory`, or in `database` when given; `manifest` holds further arguments.
 func startServer(
     in directory: URL,
     binary: String = "gatehouse",
-    manifest: [String] = []
+    manifest: [String] = [],
+    database: String? = nil
 ) async throws -> (Session, String) {
     let server = try Session(
-        ["serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0"] + manifest,
+        ["serve", "--database", database ?? directory.appendingPathComponent("server.sqlite").path, "--port", "0"]
+            + manifest,
         binary: binary
     )
     _ = try await server.waitFor("listening on http://")

@@ -96,14 +96,7 @@ struct DatabaseRestartTests {
         // Every connection of the pool now waits on a statement that cannot be answered.
         try await Task.sleep(for: .seconds(1))
         let readyStarted = ContinuousClock.now
-        // Not through URLSession: its few connections to the host are all waiting on the load.
-        let url = server.url
-        let status = try await withCheckedThrowingContinuation { continuation in
-            // A blocking exchange, on a thread of its own rather than the cooperative pool.
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try Load.readyOverItsOwnConnection(url) })
-            }
-        }
+        let status = try await Load.readyOverItsOwnConnection(server.url)
         #expect(status == 503)
         #expect(ContinuousClock.now - readyStarted < .seconds(4), "/ready must answer within its own deadline")
         let exit = try await Self.terminate(server.session, within: .seconds(10))
@@ -127,19 +120,12 @@ struct DatabaseRestartTests {
         identityProviders:
           - {id: demo-api, type: idp.customAPI, name: Demo, config: {twoStep: true, handler: one-time-code}}
         """.write(to: manifest, atomically: true, encoding: .utf8)
-        let session = try Session(
-            [
-                "serve", "--manifest", manifest.path, "--database", database, "--port", "0", "--shutdown-timeout", "2",
-                "--log-level", "warning",
-            ]
+        let (session, url) = try await startServer(
+            in: directory,
+            manifest: ["--manifest", manifest.path, "--shutdown-timeout", "2", "--log-level", "warning"],
+            database: database
         )
-        _ = try await session.waitFor("listening on http://")
-        let announced = session.output.withLock { $0 }
-        guard let start = announced.range(of: "http://") else {
-            session.process.terminate()
-            throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: "no URL in \(announced)"])
-        }
-        return (session, String(announced[start.lowerBound...].prefix { !$0.isWhitespace }))
+        return (session, url)
     }
 
     /// Sends SIGTERM and waits at most `limit` for the process to end; its exit status (or the
@@ -253,30 +239,15 @@ final class Load: Sendable {
         return (response.status, id)
     }
 
-    /// `GET /ready` on a connection of its own, blocking; its status.
-    static func readyOverItsOwnConnection(_ baseURL: String) throws -> Int {
-        guard let url = URL(string: baseURL), let port = url.port else { throw POSIXError(.EINVAL) }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let request = Array("GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        guard write(descriptor, request, request.count) == request.count else { throw POSIXError(.EIO) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = read(descriptor, &buffer, buffer.count)
-        guard count > 12 else { throw POSIXError(.EIO) }
+    /// `GET /ready` on a connection of its own (URLSession's few connections to the host may all
+    /// be waiting on the load); its status.
+    static func readyOverItsOwnConnection(_ baseURL: String) async throws -> Int {
+        guard let port = URL(string: baseURL)?.port else { throw POSIXError(.EINVAL) }
+        let connection = try LoopbackConnection(port: port)
+        try connection.send("GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let answer = try await connection.receive()
         // "HTTP/1.1 503 …"
-        return Int(String(decoding: buffer[9..<12], as: UTF8.self)) ?? 0
+        return Int(answer.dropFirst(9).prefix(3)) ?? 0
     }
 
     static func ready(_ baseURL: String) async throws -> Int {

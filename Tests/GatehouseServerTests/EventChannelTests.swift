@@ -8,10 +8,6 @@ import Testing
 
 @testable import GatehouseServer
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Events channels are streaming answers, exempt from the request timeout: what keeps them from
 /// holding the server's connection slots.
 @Suite("Events channels: a server-wide cap, the end of their profile, a client that left")
@@ -69,7 +65,7 @@ struct EventChannelTests {
                 method: "GET",
                 url: fixture.transport.baseURL + Endpoint.mobileAuthEvents
             )
-            let socket = try RawConnection(port: try #require(base.port))
+            let socket = try LoopbackConnection(port: try #require(base.port))
             try socket.send(
                 "GET \(Endpoint.mobileAuthEvents)?profile=\(profile.id) HTTP/1.1\r\nHost: \(base.host ?? "")\r\n"
                     + "DPoP: \(proof)\r\n\r\n"
@@ -77,7 +73,7 @@ struct EventChannelTests {
             #expect(try await socket.receive().hasPrefix("HTTP/1.1 200"))
             #expect(await eventually { fixture.server.hub.listenerCount == 1 })
             // Not at the next keep-alive (15 s), whose write would fail.
-            if halfClose { socket.closeSendingSide() } else { socket.close() }
+            if halfClose { socket.closeSendingSide() } else { socket.closeBothSides() }
             #expect(await eventually(seconds: 3) { fixture.server.hub.listenerCount == 0 })
         }
     }
@@ -107,55 +103,4 @@ final class EndFlag: Sendable {
     private let value = Atomic(false)
     func mark() { value.store(true, ordering: .relaxed) }
     var isMarked: Bool { value.load(ordering: .relaxed) }
-}
-
-/// A TCP connection to a loopback port, below any HTTP client: closes when told, not when a
-/// library decides.
-final class RawConnection {
-    private var descriptor: Int32
-
-    init(port: Int) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard descriptor >= 0, connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    func send(_ text: String) throws {
-        let bytes = Array(text.utf8)
-        guard write(descriptor, bytes, bytes.count) == bytes.count else { throw POSIXError(.EIO) }
-    }
-
-    /// What arrives next (at most 64 KiB, waiting at most 20 s). The blocking read runs on a
-    /// thread of its own: on the cooperative pool it could starve the in-process server.
-    func receive() async throws -> String {
-        let descriptor = descriptor
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                let count = read(descriptor, &buffer, buffer.count)
-                guard count > 0 else { return continuation.resume(throwing: POSIXError(.EIO)) }
-                continuation.resume(returning: String(decoding: buffer[..<count], as: UTF8.self))
-            }
-        }
-    }
-
-    /// Shuts down the sending side only: the server reads the end, and could still write.
-    func closeSendingSide() { shutdown(descriptor, Int32(SHUT_WR)) }
-
-    func close() {
-        if descriptor >= 0 { Glibc.close(descriptor) }
-        descriptor = -1
-    }
-
-    deinit { close() }
 }
