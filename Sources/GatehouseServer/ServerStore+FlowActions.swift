@@ -162,17 +162,29 @@ extension ServerStore {
     }
 
     /// The identity provider named the user: reuse the profile this client already has for that
-    /// user, or allocate a new id. Two registrations of one user at once are refused.
+    /// user, or allocate a new id. Of two registrations of one user at once, the newer goes on.
     private func identify(_ identity: RegisteredIdentity, row: inout FlowRow, now: Double, _ db: any SQLSession) throws
     {
         // On PostgreSQL, identifications of one user on one installation take turns (a lock held
-        // until commit), so the second sees the first's flow and is refused.
+        // until commit), so the second sees the first's flow and ends it.
         if db.dialect == .postgres {
             try db.execute(
                 sql: "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
                 arguments: ["identify \(row.clientID) \(row.identityProvider ?? "") \(identity.subject)"]
             )
         }
+        // A newer registration of the same user on this installation supersedes an open one (an
+        // app killed mid-registration, a command interrupted): the older flow is ended, and its
+        // next step learns it is gone, rather than the user waiting for it to expire. (Only
+        // registration flows name an identity provider.) One holding an attempt is not ended:
+        // that would hand its guess back uncounted; the newer one waits for it instead.
+        try db.execute(
+            sql: """
+                DELETE FROM flows WHERE id != ? AND client_id = ? AND identity_provider = ? AND subject = ?
+                    AND attempt = 'none'
+                """,
+            arguments: [row.id, row.clientID, row.identityProvider, identity.subject]
+        )
         let overlapping = try Bool.fetchOne(
             db,
             sql: """
@@ -184,7 +196,7 @@ extension ServerStore {
             throw ServerError(
                 409,
                 "registration_in_progress",
-                "Another registration of this user is in progress on this device; finish or cancel it first."
+                "Another registration of this user is checking an answer on this device; try again in a moment."
             )
         }
         // A stateless registration never takes over the user's stored profile.
