@@ -50,6 +50,8 @@ struct DatabaseRestartTests {
         #expect(try await load.registerOne() == 201)
 
         let report = load.report()
+        // For the record (docs/CLUSTER.md quotes a run).
+        print("PostgreSQL restarts at pool \(pool): \(report)")
         #expect(report.unanswered.isEmpty, "requests without an answer in time: \(report.unanswered.prefix(5))")
         let logged = server.session.output.withLock { $0 } + server.session.errors.withLock { $0 }
         let failures = logged.split(separator: "\n").filter { $0.contains("Request failed") }
