@@ -1,7 +1,6 @@
 import Crypto
 public import Foundation
 public import GatehouseKernel
-
 /// `example.totp`: RFC 6238 one-time passwords; the device makes the secret, the service takes each code once.
 public enum TOTPAuthenticatorPlugin: CustomAuthenticatorPlugin {
     public typealias Configuration = TOTP

@@ -11,10 +11,17 @@ import _CryptoExtras
 /// half. Authentication: the PIN is blinded and evaluated again (the server counts the attempt),
 /// the output unseals the signing key, which signs the server's single-use nonce. A wrong PIN
 /// cannot be tested on the device alone: every guess needs a server evaluation.
-public struct PINAuthenticator: Authenticator {
+public struct PINAuthenticator: Authenticator, PinPolicyChecker {
     public let descriptor: AuthenticatorDescriptor
 
     public init(descriptor: AuthenticatorDescriptor) { self.descriptor = descriptor }
+
+    /// Checks `pin` against the policy the server publishes for its PIN authenticator (the
+    /// `policy` of its configuration; absent, the default policy).
+    public func violations(of pin: PIN, publishedConfiguration published: ConfigValue) throws -> [PinValidationError] {
+        try ConfigurationDecoder().decode(PINAuthenticatorPlugin.Configuration.self, from: published).policy
+            .violations(of: pin)
+    }
 
     public func enroll(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
         let policyReply = try await challenge(context.server.send(PINCrypto.encode(PINMessage(op: .policy))))

@@ -232,6 +232,8 @@ public enum PINAuthenticatorPlugin: AuthenticatorPlugin {
     public static let typeIdentifier: PluginTypeIdentifier = "pin"
     public static let authenticatorKind = AuthenticatorKind.pin
     public static let summary = "PIN authenticator: OPRF-hardened, never stored or sent, policy-checked"
+    /// The policy: the app checks a PIN against it (``PinPolicyChecker``) before the PIN is used.
+    public static let publishedConfigurationKeys: Set<String> = ["policy"]
 
     public static func makeAuthenticator(configuration: Configuration, context: PluginContext) -> any Authenticator {
         PINAuthenticator(descriptor: context.descriptor)

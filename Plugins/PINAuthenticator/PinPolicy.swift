@@ -1,6 +1,11 @@
 public import GatehouseKernel
 
-/// The token server's rules for a new PIN. The server enforces them whatever the client checked.
+/// The token server's rules for a new PIN, checked on the device: the PIN never reaches the
+/// server (it is blinded for the server's OPRF), so the server cannot check the PIN itself. It
+/// publishes the policy (its PIN authenticator's configuration) and sends it with each enrolment,
+/// and takes a new PIN only from a client that names the current policy's digest; the SDK checks
+/// the PIN in the create-PIN challenge, and `UserClient.validatePinWithPolicy(_:)` checks one
+/// outside it. A modified client could still enrol a PIN the policy refuses, for its own user.
 ///
 /// A PIN must be digits only and exactly ``length`` long, must not be on the blocklist (the
 /// configured ``blacklist`` plus, unless switched off, a built-in list of the most common PINs),

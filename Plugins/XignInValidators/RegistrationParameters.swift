@@ -164,6 +164,10 @@ public struct RegistrationParameters: Sendable {
     /// The alias's validator (the seed's `validatorAlias`).
     public let validatorAlias: AliasValidator
     public private(set) var alias: String?
+    /// The manager's verdict on ``alias`` from the last registration attempt: nil when it took the
+    /// alias (or none was sent), otherwise why it refused it (its validator may be stricter than
+    /// ``validatorAlias`` was). ``setAlias(_:)`` clears it.
+    public var aliasError: AliasValidator.ResultCode?
     public var categories: [IdentificationCategory]
     public private(set) var selectedCategoryID: String?
     public private(set) var arbitraryUserAttributes: [String: String] = [:]
@@ -207,6 +211,7 @@ public struct RegistrationParameters: Sendable {
     public mutating func setAlias(_ alias: String) -> AliasValidator.ResultCode {
         let code = validatorAlias.resultCode(for: alias)
         self.alias = code == .valid ? alias : nil
+        aliasError = nil
         return code
     }
 

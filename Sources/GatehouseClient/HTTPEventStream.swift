@@ -4,8 +4,73 @@ public import GatehouseProtocol
 import Synchronization
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+// On Linux, URLSession (swift-corelibs-foundation over libcurl) spins while a streaming response
+// is idle: its write source on the socket fires without end and each firing polls the socket,
+// about half a core and thousands of system calls a second for an events channel that waits for
+// hours. The channel goes through AsyncHTTPClient (SwiftNIO) there instead, whose event loop
+// sleeps in epoll until the server sends something.
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+extension HTTPTransport {
+    /// Opens a streaming request (server-sent events): the head once it arrives, then the body's
+    /// chunks as they come. Dropping the stream closes the connection. The head must come within
+    /// the transport's `timeout`; after it, a connection silent for a minute ends the stream with
+    /// an error (the token server sends a comment every 15 seconds), so a caller can reconnect.
+    public func open(_ request: WireRequest) async throws -> (WireResponse, AsyncThrowingStream<Data, any Error>) {
+        try Self.checkBaseURL(baseURL)
+        var outgoing = HTTPClientRequest(url: baseURL + request.path)
+        outgoing.method = HTTPMethod(rawValue: request.method)
+        for (name, value) in request.headers { outgoing.headers.replaceOrAdd(name: name, value: value) }
+        if !request.body.isEmpty { outgoing.body = .bytes(ByteBuffer(bytes: request.body)) }
+        let response: HTTPClientResponse
+        do {
+            response = try await Self.streamingClient.execute(outgoing, timeout: .milliseconds(Int64(timeout * 1000)))
+        } catch {
+            throw GenericError(
+                .serverNotReachable,
+                message: "The token server at \(baseURL) could not be reached for the event channel.",
+                underlying: error
+            )
+        }
+        var headers: [String: String] = [:]
+        for header in response.headers { headers[header.name] = header.value }
+        let status = Int(response.status.code)
+        guard (200..<300).contains(status) else {
+            // An error answer: its body is short; read it whole.
+            let body = try await response.body.collect(upTo: 1 << 20)
+            let empty = AsyncThrowingStream<Data, any Error> { $0.finish() }
+            return (WireResponse(status: status, headers: headers, body: Data(body.readableBytesView)), empty)
+        }
+        let (chunks, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        // Ending the reader (the stream dropped, the caller cancelled) cancels the request, which
+        // closes the connection.
+        let reader = Task {
+            do {
+                for try await buffer in response.body { continuation.yield(Data(buffer.readableBytesView)) }
+                continuation.finish()
+            } catch {
+                continuation.finish(
+                    throwing: GenericError(.serverNotReachable, message: "The event channel closed.", underlying: error)
+                )
+            }
+        }
+        continuation.onTermination = { _ in reader.cancel() }
+        return (WireResponse(status: status, headers: headers, body: Data()), chunks)
+    }
+
+    /// The event channels' HTTP client: no redirects, no cookies, a minute of silence at most.
+    private static let streamingClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: HTTPClient.Configuration.Timeout(connect: .seconds(15), read: .seconds(60))
+        )
+    )
+}
+
+#else
 
 extension HTTPTransport {
     /// Opens a streaming request (server-sent events): the head once it arrives, then the body's
@@ -112,3 +177,5 @@ private final class StreamReceiver: NSObject, URLSessionDataDelegate, Sendable {
         session.finishTasksAndInvalidate()
     }
 }
+
+#endif

@@ -3,7 +3,7 @@ import GatehouseKernel
 import GatehouseProtocol
 
 extension PendingMobileAuthRequest {
-    init(_ push: PushNotification, userInfo: [String: String]) {
+    init(_ push: PushNotification, userInfo: [String: ConfigValue]) {
         self.init(
             transactionID: push.transactionID,
             profile: UserProfile(id: push.profileID),
@@ -12,6 +12,28 @@ extension PendingMobileAuthRequest {
             message: push.message,
             userInfo: userInfo
         )
+    }
+}
+
+extension ConfigValue {
+    /// A push's `userInfo` as JSON values, key by key as received; a value JSON cannot hold (a
+    /// date, raw data) is left out.
+    static func pushPayload(_ userInfo: [String: Any]) -> [String: ConfigValue] {
+        if JSONSerialization.isValidJSONObject(userInfo),
+            let data = try? JSONSerialization.data(withJSONObject: userInfo),
+            let values = try? JSONDecoder().decode([String: ConfigValue].self, from: data)
+        {
+            return values
+        }
+        var values: [String: ConfigValue] = [:]
+        for (key, value) in userInfo {
+            guard JSONSerialization.isValidJSONObject([value]),
+                let data = try? JSONSerialization.data(withJSONObject: [value]),
+                let decoded = try? JSONDecoder().decode([ConfigValue].self, from: data).first
+            else { continue }
+            values[key] = decoded
+        }
+        return values
     }
 }
 

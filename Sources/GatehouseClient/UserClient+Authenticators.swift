@@ -6,6 +6,32 @@ import Logging
 // preferred authenticator, which registering does not change and deregistering returns to the PIN.
 
 extension UserClient {
+    /// Checks `pin` against the server's current PIN policy, as the create-PIN challenge will:
+    /// the policy comes from the server's configuration (its PIN authenticator publishes it) and
+    /// is checked on the device; the PIN is sent nowhere. Throws the first rule it breaks as a
+    /// `PinValidationError` (`tooShort`, `tooLong`, `notNumeric`, `blacklisted`, `sequence`,
+    /// `similarDigits`); returns when the policy accepts it.
+    public func validatePinWithPolicy(_ pin: PIN) async throws {
+        let offered: ServerConfigurationResponse = try await calls.call("GET", Endpoint.configuration)
+        guard let published = offered.authenticators.first(where: { $0.kind == .pin }) else {
+            throw GenericError(.configurationInvalid, message: "The server offers no PIN authenticator.")
+        }
+        guard
+            let checker = configuration.plugins.authenticators.first(where: { $0.kind == .pin })?.authenticator
+                as? any PinPolicyChecker
+        else {
+            throw GenericError(
+                .configurationInvalid,
+                message: "The app's PIN authenticator cannot check a PIN against the server's policy."
+            )
+        }
+        if let violation = try checker.violations(of: pin, publishedConfiguration: published.config ?? .object([:]))
+            .first
+        {
+            throw violation
+        }
+    }
+
     /// The app's authenticators for `profile`, registered or not, in manifest order.
     public func authenticators(
         _ filter: AuthenticatorFilter = .all,

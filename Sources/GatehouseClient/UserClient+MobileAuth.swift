@@ -91,7 +91,7 @@ extension UserClient {
         guard let push = PushNotification(userInfo: userInfo),
             (try? store.profile(push.profileID, server: server)) != nil
         else { return nil }
-        return PendingMobileAuthRequest(push, userInfo: push.userInfo)
+        return PendingMobileAuthRequest(push, userInfo: ConfigValue.pushPayload(userInfo))
     }
 
     /// Every pending request of every enrolled profile on this device, newest first: the fallback

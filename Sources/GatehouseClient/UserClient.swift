@@ -106,7 +106,6 @@ public actor UserClient {
     ) async throws -> RegistrationSuccess {
         try begin()
         defer { busy = false }
-        let device = try await registeredDevice()
         let offered: ServerConfigurationResponse = try await calls.call("GET", Endpoint.configuration)
         guard
             let provider = offered.identityProviders.first(where: {
@@ -120,6 +119,29 @@ public actor UserClient {
                 message: "Neither the server nor the app offers the identity provider \"\(identityProvider ?? "")\"."
             )
         }
+        do {
+            return try await register(
+                provider: provider.id,
+                descriptor: descriptor,
+                scopes: scopes,
+                stateless: stateless,
+                delegate: delegate
+            )
+        } catch {
+            await delegate.registrationDidFail(identityProvider: descriptor, error: error)
+            throw error
+        }
+    }
+
+    /// Registration once its identity provider is chosen.
+    private func register(
+        provider: String,
+        descriptor: IdentityProviderDescriptor,
+        scopes: [String],
+        stateless: Bool,
+        delegate: any RegistrationDelegate
+    ) async throws -> RegistrationSuccess {
+        let device = try await registeredDevice()
         let profileKey = P256.Signing.PrivateKey()
         let start: FlowResponse
         do {
@@ -128,7 +150,7 @@ public actor UserClient {
                 Endpoint.registration,
                 body: RegistrationStartRequest(
                     clientID: device.clientID,
-                    identityProvider: provider.id,
+                    identityProvider: provider,
                     scopes: scopes.isEmpty ? nil : scopes,
                     profileKey: PublicJWK(profileKey.publicKey),
                     stateless: stateless ? true : nil
@@ -153,7 +175,7 @@ public actor UserClient {
             var changes = outcome.changes
             changes.profile = ClientStore.StoredProfile(
                 profile: profile,
-                identityProvider: provider.id,
+                identityProvider: provider,
                 key: profileKey,
                 subject: outcome.final.subject
             )
@@ -162,7 +184,7 @@ public actor UserClient {
         session = Session(profile: profile, key: profileKey, tokens: tokens, stateless: stateless)
         configuration.logger.info(
             "User registered",
-            metadata: ["profile": "\(profile.id)", "identityProvider": "\(provider.id)"]
+            metadata: ["profile": "\(profile.id)", "identityProvider": "\(provider)"]
         )
         return RegistrationSuccess(
             profile: profile,

@@ -72,6 +72,9 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
     public private(set) var received: [RecordedChallenge] = []
     /// Challenges that found no matching answer.
     public private(set) var unexpected: [RecordedChallenge] = []
+    /// The identity provider of each registration that failed, as the SDK named it to the
+    /// delegate.
+    public private(set) var registrationFailures: [IdentityProviderDescriptor] = []
 
     public init(_ script: [ScriptedAnswer]) { self.script = script }
 
@@ -81,6 +84,10 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
     public var isFinished: Bool { script.isEmpty && unexpected.isEmpty }
     /// The kinds of the challenges received, in order.
     public var receivedKinds: [String] { received.map(\.kind) }
+
+    public func registrationDidFail(identityProvider: IdentityProviderDescriptor, error: any Error) {
+        registrationFailures.append(identityProvider)
+    }
 
     public func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse {
         switch next(.createPin(challenge)) {

@@ -10,8 +10,8 @@ import _CryptoExtras
 public enum RegistrationResponse: Sendable {
     /// The manager took the registration; an activation code is on its way by e-mail.
     case success(managerUrl: URL)
-    /// The manager refused some values: the same parameters, with each attribute's `error` set,
-    /// to correct and send again.
+    /// The manager refused some values: the same parameters, with each attribute's `error` and
+    /// the `aliasError` set, to correct and send again.
     case failure(RegistrationParameters)
 }
 
@@ -111,6 +111,8 @@ public actor Registry {
             }
             information.info.setErrors(errors)
             refused.selection = information
+            // A code this client does not know is still a refusal of the alias.
+            refused.aliasError = refusal.aliasError.map { AliasValidator.ResultCode(rawValue: $0) ?? .invalid }
             return .failure(refused)
         }
         let accepted: ManagerRegistrationResponse = try decodeResponse(response)

@@ -65,6 +65,34 @@ struct MobileAuthCommandTests {
         #expect(unknown.errors.withLock { $0 }.contains("no device enrolled"))
     }
 
+    @Test("an idle device listen sleeps in the kernel: a handful of wake-ups in 5 s, not thousands")
+    func idleListenSleeps() async throws {
+        let directory = try scratchDirectory("gatehouse-idle-test")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, url) = try await startServer(in: directory)
+        defer { server.process.terminate() }
+        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
+        try await registerOverCommandLine(device)
+        let enrol = try Session(["device", "enrol"] + device)
+        enrol.type("258147")
+        #expect(try await enrol.finish() == 0, "\(enrol.errors.withLock { $0 })")
+
+        let listen = try Session(["device", "listen"] + device)
+        defer { listen.process.terminate() }
+        _ = try await listen.waitFor("Listening for requests")
+        try await Task.sleep(for: .seconds(2))  // past the connection's start
+        let pid = listen.process.processIdentifier
+        let before = try ProcessCounters(pid)
+        try await Task.sleep(for: .seconds(5))
+        let after = try ProcessCounters(pid)
+        #expect(listen.process.isRunning, "\(listen.errors.withLock { $0 })")
+        // The busy loop this guards against woke the process thousands of times a second; idle,
+        // a quiet channel (the server's keep-alive comes every 15 s) wakes it a few times.
+        let wakeUps = after.contextSwitches - before.contextSwitches
+        #expect(wakeUps < 200, "\(wakeUps) context switches in 5 s")
+        #expect(after.cpuSeconds - before.cpuSeconds < 0.5, "\(after.cpuSeconds - before.cpuSeconds) s of CPU in 5 s")
+    }
+
     @Test("the push-mobile-auth example runs the whole story in one process and exits 0")
     func example() async throws {
         let example = try Session([], binary: "push-mobile-auth")
@@ -76,6 +104,28 @@ struct MobileAuthCommandTests {
             "gh_transaction_id — ids and the short message only", "Done.",
         ] {
             #expect(output.contains(expected), "missing: \(expected)")
+        }
+    }
+}
+
+/// A process's CPU time (user and system, /proc/PID/stat) and its threads' context switches
+/// (voluntary and not, /proc/PID/task/*/status): each wake-up of a thread is one switch.
+struct ProcessCounters {
+    var cpuSeconds: Double
+    var contextSwitches: Int
+
+    init(_ pid: Int32) throws {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let fields = stat[(stat.lastIndex(of: ")") ?? stat.startIndex)...].split(separator: " ")
+        // After "pid (comm)": state is fields[1]; utime and stime are fields[12] and fields[13].
+        cpuSeconds = Double((Int(fields[12]) ?? 0) + (Int(fields[13]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        contextSwitches = 0
+        for thread in try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8)
+            else { continue }
+            for line in status.split(separator: "\n") where line.contains("ctxt_switches:") {
+                contextSwitches += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0
+            }
         }
     }
 }

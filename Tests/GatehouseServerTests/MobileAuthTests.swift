@@ -10,6 +10,41 @@ import Testing
 
 @Suite("Mobile authentication with push", .serialized)
 struct MobileAuthTests {
+    @Test("the push userInfo handed back is the payload as received, not rebuilt from its ids")
+    func userInfoAsReceived() async throws {
+        try await withFixture(.embedded) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture)
+            let started = try await Portal(fixture: fixture).started("login")
+            let push = try #require(lastPush(fixture))
+            #expect(push.transactionID == started.transactionID)
+            // As an app receives it: APNs' `aps`, an app's own key, the time as the sender wrote it.
+            var payload = try #require(try JSONSerialization.jsonObject(with: push.apnsPayload()) as? [String: Any])
+            payload["campaign"] = "spring"
+            payload[PushNotification.createdKey] = "\(Int(push.createdAt))"
+            let pending = try #require(client.pendingMobileAuthRequest(fromUserInfo: payload))
+            #expect(pending.profile == profile)
+            let expected: [String: ConfigValue] = [
+                "aps": .object([
+                    "alert": .object(["title": "Approve sign-in?", "body": "Sign in to Example?"]),
+                    "sound": "default", "category": "GATEHOUSE_MOBILE_AUTH", "mutable-content": 1,
+                ]),
+                "campaign": "spring",
+                PushNotification.transactionKey: .string(push.transactionID),
+                PushNotification.profileKey: .string(profile.id),
+                PushNotification.messageKey: "Sign in to Example?",
+                PushNotification.createdKey: .string("\(Int(push.createdAt))"),
+                PushNotification.timeToLiveKey: "60",
+            ]
+            #expect(pending.userInfo == expected)
+            let delegate = ScriptedResponder([.confirmation(.accept)])
+            guard case .approved = await client.handlePushMobileAuthRequest(pending, delegate: delegate) else {
+                Issue.record("not approved")
+                return
+            }
+            #expect(try #require(await delegate.handled.first?.0).userInfo == expected)
+        }
+    }
+
     @Test(
         "confirmation: the push carries ids only, the device opens the sealed payload, accepts or denies",
         arguments: Mode.allCases

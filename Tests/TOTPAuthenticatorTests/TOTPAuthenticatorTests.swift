@@ -35,4 +35,19 @@ struct TOTPAuthenticatorTests {
         }
         #expect(PluginHarness.configurationProblem(TOTPAuthenticatorPlugin.self, config: ["digits": 9]) != nil)
     }
+
+    @Test("the example is as long as README.md and docs/ARCHITECTURE.md say")
+    func sizeAsDocumented() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let source = try String(
+            contentsOf: root.appendingPathComponent("Examples/TOTPAuthenticator/TOTPAuthenticator.swift"),
+            encoding: .utf8
+        )
+        let lines = source.split(separator: "\n", omittingEmptySubsequences: false).count - 1
+        for document in ["README.md", "docs/ARCHITECTURE.md"] {
+            let text = try String(contentsOf: root.appendingPathComponent(document), encoding: .utf8)
+            #expect(text.contains("one \(lines)-line file"), "\(document) gives another size than \(lines) lines")
+        }
+    }
 }

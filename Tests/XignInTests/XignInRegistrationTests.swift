@@ -144,6 +144,47 @@ struct XignInRegistrationTests {
         }
     }
 
+    @Test("a registration refused only for its alias marks the alias, no attribute; correcting it clears the mark")
+    func aliasRefusalMarked() async throws {
+        try await withXignIn { fixture in
+            let fetched = try await fixture.registry.initialization(url: fixture.url)
+            // A client whose alias rules are looser than the manager's (2 to 20 characters): only
+            // the manager's verdict can tell the user what is wrong.
+            let stale = RegistrationParameters(
+                managerURL: fetched.managerURL,
+                endpoint: fetched.endpoint,
+                serviceMappingID: nil,
+                pinSpec: fetched.pinSpec,
+                validatorAlias: AliasValidator(minLength: 1, maxLength: 100),
+                categories: fetched.categories
+            )
+            let refusals: [(String, AliasValidator.ResultCode)] = [
+                ("x", .tooShort), (String(repeating: "a", count: 30), .tooLong),
+            ]
+            for (alias, expected) in refusals {
+                let sent = filled(stale, email: "alias@example.com", alias: alias)
+                #expect(sent.alias == alias)
+                guard case .failure(var refused) = try await fixture.registry.register(data: sent) else {
+                    Issue.record("the manager accepted the alias \(alias)")
+                    return
+                }
+                #expect(refused.aliasError == expected)
+                for attribute in PersonalAttribute.allCases {
+                    #expect(refused.selection?.info.error(of: attribute) == AttributeError.none)
+                }
+                #expect(refused.setAlias("Work phone") == .valid)
+                #expect(refused.aliasError == nil)
+                if expected == .tooLong {
+                    guard case .success = try await fixture.registry.register(data: refused) else {
+                        Issue.record("the corrected registration was refused")
+                        return
+                    }
+                }
+            }
+            #expect(try fixture.count("accounts") == 1)
+        }
+    }
+
     @Test("every check is made again on the manager, whatever the client sent")
     func serverRechecks() async throws {
         try await withXignIn { fixture in

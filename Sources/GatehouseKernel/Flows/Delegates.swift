@@ -57,10 +57,15 @@ public protocol RegistrationDelegate: CustomAuthenticatorRegistrationDelegate {
     func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse
     /// Supply data for a custom-API identity provider. The default answers without data.
     func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse
+    /// Registration with this identity provider failed with `error` (the same error
+    /// `registerUser` throws). Optional. Not called when no identity provider could be chosen:
+    /// that error is `RegistrationError.invalidIdentityProvider`.
+    func registrationDidFail(identityProvider: IdentityProviderDescriptor, error: any Error) async
 }
 
 extension RegistrationDelegate {
     public func registrationDidStart(identityProvider: IdentityProviderDescriptor) async {}
+    public func registrationDidFail(identityProvider: IdentityProviderDescriptor, error: any Error) async {}
     public func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
         .cancel
     }

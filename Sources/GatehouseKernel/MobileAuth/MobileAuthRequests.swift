@@ -23,8 +23,9 @@ public struct PendingMobileAuthRequest: Sendable, Hashable, Codable {
     public var timeToLive: Int
     /// The portal's short message (at most 155 characters), safe for a lock screen.
     public var message: String
-    /// The push payload it was read from, as received (empty when listed by the server).
-    public var userInfo: [String: String]
+    /// The push payload it was read from, as received, each value as JSON has it (empty when
+    /// listed by the server or brought by the events channel).
+    public var userInfo: [String: ConfigValue]
 
     public init(
         transactionID: String,
@@ -32,7 +33,7 @@ public struct PendingMobileAuthRequest: Sendable, Hashable, Codable {
         date: Date,
         timeToLive: Int,
         message: String,
-        userInfo: [String: String] = [:]
+        userInfo: [String: ConfigValue] = [:]
     ) {
         self.transactionID = transactionID
         self.profile = profile
@@ -61,8 +62,8 @@ public struct MobileAuthRequest: Sendable, Hashable {
     public var signingData: String?
     /// Whether the user must type the number the portal shows.
     public var numberMatching: Bool
-    /// The push payload the request came from, if any.
-    public var userInfo: [String: String]
+    /// The push payload the request came from, as received (empty when none).
+    public var userInfo: [String: ConfigValue]
 
     public init(
         transactionID: String,
@@ -73,7 +74,7 @@ public struct MobileAuthRequest: Sendable, Hashable {
         secureMessage: String? = nil,
         signingData: String? = nil,
         numberMatching: Bool = false,
-        userInfo: [String: String] = [:]
+        userInfo: [String: ConfigValue] = [:]
     ) {
         self.transactionID = transactionID
         self.profile = profile

@@ -27,6 +27,17 @@ extension Authenticator {
     public func deregister(_ context: AuthenticatorContext) async throws {}
 }
 
+/// A PIN authenticator's client half that can check a PIN against the policy its server half
+/// publishes (its entry in the server's configuration), outside a create-PIN challenge: an app
+/// can tell the user a PIN will be refused before registering or changing it. The PIN never
+/// leaves the device, so this check (and the one the create-PIN challenge makes) is the only one
+/// it gets.
+public protocol PinPolicyChecker: Sendable {
+    /// Every rule of the `published` policy that `pin` breaks, most important first; empty when
+    /// the policy accepts it. Throws when `published` holds no policy this authenticator reads.
+    func violations(of pin: PIN, publishedConfiguration published: ConfigValue) throws -> [PinValidationError]
+}
+
 /// The seed SDK's authenticator types. The PIN is the one every profile has and every other
 /// falls back to; hosts find it by this kind, never by a type name.
 public enum AuthenticatorKind: String, Sendable, Codable, CaseIterable {
