@@ -1,7 +1,8 @@
 // pin-length-store: seed 004's PIN-length store, against an embedded token server whose PIN
 // policy changes between runs.
 //
-//   swift run pin-length-store
+//   swift run pin-length-store                     # the story only
+//   swift run pin-length-store --log-level info    # with the server's and the SDK's log lines
 
 import CustomAPIIdentityProvider
 import Foundation
@@ -10,6 +11,17 @@ import GatehouseKernel
 import GatehousePlugins
 import GatehouseServer
 import GatehouseYAML
+import Logging
+
+/// Log lines are not the story: only errors, unless `--log-level LEVEL` asks for more.
+let logger: Logger = {
+    let arguments = CommandLine.arguments
+    var logger = Logger(label: "pin-length-store")
+    logger.logLevel =
+        arguments.firstIndex(of: "--log-level").flatMap { arguments.dropFirst($0 + 1).first }
+        .flatMap(Logger.Level.init(rawValue:)) ?? .error
+    return logger
+}()
 
 /// The registration API of the example: one code, 4821.
 struct FixedCodeAPI: CustomRegistrationAPI {
@@ -41,7 +53,7 @@ func manifest(pinLength length: Int) throws -> Manifest {
 /// An app on a device, talking to a server whose policy asks for `length` digits.
 func app(in directory: URL, pinLength length: Int) throws -> UserClient {
     let manifest = try manifest(pinLength: length)
-    let environment = PluginEnvironment(services: ["codes": FixedCodeAPI()])
+    let environment = PluginEnvironment(logger: logger, services: ["codes": FixedCodeAPI()])
     let server = try EmbeddedTokenServer(
         directory: directory.appendingPathComponent("server"),
         manifest: manifest,
@@ -53,7 +65,8 @@ func app(in directory: URL, pinLength length: Int) throws -> UserClient {
             dataDirectory: directory.appendingPathComponent("device"),
             transport: server,
             appID: "pin-length-example",
-            plugins: try PluginRegistry.builtIn.load(manifest, environment: environment, sides: .client)
+            plugins: try PluginRegistry.builtIn.load(manifest, environment: environment, sides: .client),
+            logger: logger
         )
     )
 }

@@ -7,6 +7,7 @@ import GatehouseLogin
 import GatehousePlugins
 import GatehouseProtocol
 import GatehouseServer
+import Logging
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,6 +25,15 @@ struct Demo: AsyncParsableCommand {
     )
     var identityProvider: String?
 
+    @Option(help: "Log lines besides the story: trace, debug, info, notice, warning, error, critical (default error).")
+    var logLevel: String = "error"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
     func run() async throws {
         do {
             try await demo()
@@ -38,7 +48,7 @@ struct Demo: AsyncParsableCommand {
             ?? FileManager.default.temporaryDirectory.appendingPathComponent(
                 "gatehouse-demo-\(UUID().uuidString.prefix(8))"
             )
-        let logger = CommandSupport.logger("gatehouse.demo")
+        let logger = CommandSupport.logger("gatehouse.demo", level: Logger.Level(rawValue: logLevel) ?? .error)
         let manifest = try CommandSupport.manifest(manifest.serverManifest)
         let registry = try CommandSupport.registry
         var environment = CommandSupport.environment(logger: logger)
@@ -175,7 +185,7 @@ actor DemoDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegist
             print("   → browser: signed in as \(browser.username); the login sent it back to \(challenge.redirectURI)")
             return .redirect(redirect)
         } catch {
-            print("   ← browser: \(error)")
+            print("   ← browser: \(CommandSupport.sentence(error))")
             return .cancel
         }
     }
