@@ -4,6 +4,7 @@ import Foundation
 import GatehouseKernel
 import GatehouseLogin
 import GatehouseServer
+import Logging
 import XignInManager
 
 /// `${publicURL}` in a manifest's values: where clients reach the server, so one manifest serves

@@ -204,7 +204,7 @@ struct Serve: AsyncParsableCommand {
                     await group.triggerGracefulShutdown()
                 } else {
                     FileHandle.standardError.write(Data("Stopped at once.\n".utf8))
-                    exit(ExitStatus.interrupted)
+                    Foundation.exit(ExitStatus.interrupted)
                 }
             }
         }

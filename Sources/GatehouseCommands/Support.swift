@@ -183,7 +183,8 @@ enum CommandSupport {
             return UserProfile(id: chosen)
         }
         guard profiles.count == 1, let only = profiles.first else {
-            throw ValidationError(
+            // One line and status 64 (a usage problem), without the usage ArgumentParser would add.
+            throw SettingError(
                 profiles.isEmpty
                     ? "This device has no profile for \(device.server); register one with `gatehouse register`."
                     : "This device has \(profiles.count) profiles for \(device.server): name one with --profile, "

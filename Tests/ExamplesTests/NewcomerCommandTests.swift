@@ -114,8 +114,8 @@ struct NewcomerCommandTests {
         #expect(ambiguous.process.terminationStatus == 64)
         #expect(
             ambiguous.errors.withLock { $0 }
-                == "error: This device has 2 profiles for \(url): name one with --profile, "
-                + "or choose a default with `gatehouse profiles default ID`.\n"
+                == ("error: This device has 2 profiles for \(url): name one with --profile, "
+                    + "or choose a default with `gatehouse profiles default ID`.\n")
         )
 
         let chosen = try await run(["profiles", "default", second])
