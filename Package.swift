@@ -142,7 +142,7 @@ let package = Package(
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseClient", "GatehouseYAML",
                 "GatehousePlugins", "CustomAPIIdentityProvider", "XignInManager", "XignInClient", "XignInValidators",
                 "GatehouseLogin",
-                "BiometricAuthenticator",
+                "BiometricAuthenticator", "BrowserIdentityProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -277,7 +277,7 @@ let package = Package(
             name: "PinLengthStore",
             dependencies: [
                 "GatehouseClient", "GatehouseKernel", "GatehousePlugins", "GatehouseServer", "GatehouseYAML",
-                "CustomAPIIdentityProvider",
+                "CustomAPIIdentityProvider", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/PinLengthStore"
         ),
@@ -287,7 +287,7 @@ let package = Package(
             name: "PushMobileAuth",
             dependencies: [
                 "GatehouseClient", "GatehouseKernel", "GatehousePlugins", "GatehouseProtocol", "GatehouseServer",
-                "GatehouseYAML", "CustomAPIIdentityProvider",
+                "GatehouseYAML", "CustomAPIIdentityProvider", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/PushMobileAuth"
         ),

@@ -380,8 +380,14 @@ if !loadOperations.isEmpty {
 if operations.contains("push") || operations.contains("steady") {
     var quiet = Logger(label: "gatehouse.bench")
     quiet.logLevel = .warning
-    let manifest = try ManifestLoader.jsonAndYAML.load(
-        path: manifestPath,
+    // `${publicURL}` is for the server to resolve; the client halves only need a well-formed URL.
+    let manifest = try ManifestLoader.jsonAndYAML.parse(
+        Data(
+            try String(contentsOfFile: manifestPath, encoding: .utf8)
+                .replacingOccurrences(of: "${publicURL}", with: "http://127.0.0.1:8080").utf8
+        ),
+        format: YAMLManifestFormat(),
+        source: manifestPath,
         additionalSections: ["server", "xignin", "login"]
     )
     // The demo manifest names the command line's simulated biometric sensor; the benchmark gives it one.

@@ -1,7 +1,8 @@
 // pin-length-store: seed 004's PIN-length store, against an embedded token server whose PIN
 // policy changes between runs.
 //
-//   swift run pin-length-store
+//   swift run pin-length-store                     # the story only
+//   swift run pin-length-store --log-level info    # with the server's and the SDK's log lines
 
 import CustomAPIIdentityProvider
 import Foundation
@@ -10,6 +11,20 @@ import GatehouseKernel
 import GatehousePlugins
 import GatehouseServer
 import GatehouseYAML
+import Logging
+
+/// Log lines are not the story: only errors, unless `--log-level LEVEL` asks for more.
+let logger: Logger = {
+    let arguments = CommandLine.arguments
+    let level =
+        arguments.firstIndex(of: "--log-level").flatMap { arguments.dropFirst($0 + 1).first }
+        .flatMap(Logger.Level.init(rawValue:)) ?? .error
+    var logger = Logger(label: "pin-length-store") { label in
+        StoryLogHandler(floor: level, inner: StreamLogHandler.standardError(label: label))
+    }
+    logger.logLevel = level
+    return logger
+}()
 
 /// The registration API of the example: one code, 4821.
 struct FixedCodeAPI: CustomRegistrationAPI {
@@ -41,7 +56,7 @@ func manifest(pinLength length: Int) throws -> Manifest {
 /// An app on a device, talking to a server whose policy asks for `length` digits.
 func app(in directory: URL, pinLength length: Int) throws -> UserClient {
     let manifest = try manifest(pinLength: length)
-    let environment = PluginEnvironment(services: ["codes": FixedCodeAPI()])
+    let environment = PluginEnvironment(logger: logger, services: ["codes": FixedCodeAPI()])
     let server = try EmbeddedTokenServer(
         directory: directory.appendingPathComponent("server"),
         manifest: manifest,
@@ -53,7 +68,8 @@ func app(in directory: URL, pinLength length: Int) throws -> UserClient {
             dataDirectory: directory.appendingPathComponent("device"),
             transport: server,
             appID: "pin-length-example",
-            plugins: try PluginRegistry.builtIn.load(manifest, environment: environment, sides: .client)
+            plugins: try PluginRegistry.builtIn.load(manifest, environment: environment, sides: .client),
+            logger: logger
         )
     )
 }
@@ -109,4 +125,27 @@ do {
 } catch {
     print("error: \(error)")
     exit(1)
+}
+
+/// Log lines are not the story: nothing below `floor`, whatever level a logger is set to (the
+/// server keeps its audit lines at `notice` otherwise).
+struct StoryLogHandler: LogHandler {
+    var floor: Logger.Level
+    var inner: StreamLogHandler
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+    var logLevel: Logger.Level {
+        get { max(inner.logLevel, floor) }
+        set { inner.logLevel = newValue }
+    }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+    func log(event: LogEvent) {
+        guard event.level >= floor else { return }
+        inner.log(event: event)
+    }
 }

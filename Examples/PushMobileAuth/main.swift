@@ -2,7 +2,8 @@
 // server (embedded), a portal that starts transactions, and a device that receives the pushes
 // and answers them.
 //
-//   swift run push-mobile-auth
+//   swift run push-mobile-auth                     # the story only
+//   swift run push-mobile-auth --log-level info    # with the server's and the SDK's log lines
 
 import CustomAPIIdentityProvider
 import Foundation
@@ -12,6 +13,7 @@ import GatehousePlugins
 import GatehouseProtocol
 import GatehouseServer
 import GatehouseYAML
+import Logging
 
 /// The registration API of the example: one code, 4821.
 struct FixedCodeAPI: CustomRegistrationAPI {
@@ -71,7 +73,19 @@ struct Phone: MobileAuthRequestDelegate {
 
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("push-mobile-auth-\(UUID().uuidString)")
 defer { try? FileManager.default.removeItem(at: directory) }
-let environment = PluginEnvironment(services: ["codes": FixedCodeAPI()])
+/// Log lines are not the story: only errors, unless `--log-level LEVEL` asks for more.
+let logger: Logger = {
+    let arguments = CommandLine.arguments
+    let level =
+        arguments.firstIndex(of: "--log-level").flatMap { arguments.dropFirst($0 + 1).first }
+        .flatMap(Logger.Level.init(rawValue:)) ?? .error
+    var logger = Logger(label: "push-mobile-auth") { label in
+        StoryLogHandler(floor: level, inner: StreamLogHandler.standardError(label: label))
+    }
+    logger.logLevel = level
+    return logger
+}()
+let environment = PluginEnvironment(logger: logger, services: ["codes": FixedCodeAPI()])
 let pushes = InProcessPushTransport()
 let server = try EmbeddedTokenServer(
     directory: directory.appendingPathComponent("server"),
@@ -85,7 +99,8 @@ let phone = try UserClient(
         dataDirectory: directory.appendingPathComponent("phone"),
         transport: server,
         appID: "push-example",
-        plugins: try PluginRegistry.builtIn.load(manifest, environment: environment, sides: .client)
+        plugins: try PluginRegistry.builtIn.load(manifest, environment: environment, sides: .client),
+        logger: logger
     )
 )
 let portal = PortalClient(transport: server, clientID: "shop", secret: "shop-secret-0123456789")
@@ -170,4 +185,27 @@ struct ScriptedRegistration: RegistrationDelegate, AuthenticationDelegate {
     }
     func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN(pin)) }
     func pin(_ challenge: PinChallenge) -> PinResponse { .pin(PIN(pin)) }
+}
+
+/// Log lines are not the story: nothing below `floor`, whatever level a logger is set to (the
+/// server keeps its audit lines at `notice` otherwise).
+struct StoryLogHandler: LogHandler {
+    var floor: Logger.Level
+    var inner: StreamLogHandler
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+    var logLevel: Logger.Level {
+        get { max(inner.logLevel, floor) }
+        set { inner.logLevel = newValue }
+    }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+    func log(event: LogEvent) {
+        guard event.level >= floor else { return }
+        inner.log(event: event)
+    }
 }

@@ -18,10 +18,18 @@ public struct HeadlessLoginBrowser: Sendable {
         self.password = password
     }
 
-    public enum Failure: Error, Equatable {
+    public enum Failure: Error, Equatable, LocalizedError {
         /// The page at this step answered with this status and showed this text.
         case page(status: Int, text: String)
         case notTheLogin(String)
+
+        /// A sentence for a person.
+        public var errorDescription: String? {
+            switch self {
+            case .page(let status, let text): "The login page answered HTTP \(status): \(text)"
+            case .notTheLogin(let problem): "That is not the login page: \(problem)."
+            }
+        }
     }
 
     /// Signs in at `url` and returns the redirect the login answered with. The URL's path and

@@ -48,10 +48,12 @@ struct Fetch: AsyncParsableCommand {
             let client = try await CommandSupport.client(device, manifest: manifest)
             switch access {
             case .user:
-                let chosen = try await CommandSupport.profile(profile, of: client)
+                let chosen = try await CommandSupport.profile(profile, of: client, device: device)
                 _ = try await client.authenticateUser(chosen, delegate: TerminalDelegate())
             case .implicit:
-                try await client.authenticateUserImplicitly(try await CommandSupport.profile(profile, of: client))
+                try await client.authenticateUserImplicitly(
+                    try await CommandSupport.profile(profile, of: client, device: device)
+                )
             case .device:
                 try await client.authenticateDevice()
             case .anonymous:
@@ -92,7 +94,7 @@ struct WebLogin: AsyncParsableCommand {
         guard let targetURL = URL(string: target) else { throw ValidationError("\(target) is not a URL.") }
         do {
             let client = try await CommandSupport.client(device, manifest: manifest)
-            let chosen = try await CommandSupport.profile(profile, of: client)
+            let chosen = try await CommandSupport.profile(profile, of: client, device: device)
             _ = try await client.authenticateUser(chosen, delegate: TerminalDelegate())
             let login = try await client.appToWebSingleSignOn(targetURL: targetURL)
             // No logout: the web session lasts only as long as the app session it came from, which

@@ -36,7 +36,7 @@ struct Authenticators: AsyncParsableCommand {
             }
             do {
                 let client = try await CommandSupport.client(options.device, manifest: options.manifest)
-                let profile = try await CommandSupport.profile(options.profile, of: client)
+                let profile = try await CommandSupport.profile(options.profile, of: client, device: options.device)
                 for info in try await client.authenticators(filter, for: profile) {
                     let marks =
                         [info.isRegistered ? "registered" : "not registered"] + (info.isPreferred ? ["preferred"] : [])
@@ -101,7 +101,7 @@ struct Authenticators: AsyncParsableCommand {
         func run() async throws {
             do {
                 let client = try await CommandSupport.client(options.device, manifest: options.manifest)
-                let profile = try await CommandSupport.profile(options.profile, of: client)
+                let profile = try await CommandSupport.profile(options.profile, of: client, device: options.device)
                 try await client.setPreferredAuthenticator(authenticator, for: profile)
                 print("\(authenticator) is now preferred for \(profile.id).")
             } catch let error as ValidationError {
@@ -138,7 +138,7 @@ extension CommandSupport {
     ) async throws {
         do {
             let client = try await CommandSupport.client(options.device, manifest: options.manifest)
-            let profile = try await CommandSupport.profile(options.profile, of: client)
+            let profile = try await CommandSupport.profile(options.profile, of: client, device: options.device)
             try await client.authenticateUser(profile, delegate: TerminalDelegate())
             try await body(client, profile)
             await client.logout()

@@ -7,6 +7,7 @@ import GatehouseLogin
 import GatehousePlugins
 import GatehouseProtocol
 import GatehouseServer
+import Logging
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,6 +25,15 @@ struct Demo: AsyncParsableCommand {
     )
     var identityProvider: String?
 
+    @Option(help: "Log lines besides the story: trace, debug, info, notice, warning, error, critical (default error).")
+    var logLevel: String = "error"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
     func run() async throws {
         do {
             try await demo()
@@ -38,7 +48,11 @@ struct Demo: AsyncParsableCommand {
             ?? FileManager.default.temporaryDirectory.appendingPathComponent(
                 "gatehouse-demo-\(UUID().uuidString.prefix(8))"
             )
-        let logger = CommandSupport.logger("gatehouse.demo")
+        let level = Logger.Level(rawValue: logLevel) ?? .error
+        var logger = Logger(label: "gatehouse.demo") { label in
+            StoryLogHandler(floor: level, inner: StreamLogHandler.standardError(label: label))
+        }
+        logger.logLevel = level
         let manifest = try CommandSupport.manifest(manifest.serverManifest)
         let registry = try CommandSupport.registry
         var environment = CommandSupport.environment(logger: logger)
@@ -175,7 +189,7 @@ actor DemoDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegist
             print("   → browser: signed in as \(browser.username); the login sent it back to \(challenge.redirectURI)")
             return .redirect(redirect)
         } catch {
-            print("   ← browser: \(error)")
+            print("   ← browser: \(CommandSupport.sentence(error))")
             return .cancel
         }
     }
@@ -235,5 +249,28 @@ actor DemoDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegist
         let next = pins.removeFirst()
         print("   → PIN challenge (\(left)): entering \(next.description)")
         return .pin(PIN(next.digits))
+    }
+}
+
+/// Log lines are not the story: nothing below `floor`, whatever level a logger is set to (the
+/// server keeps its audit lines at `notice` otherwise).
+struct StoryLogHandler: LogHandler {
+    var floor: Logger.Level
+    var inner: StreamLogHandler
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+    var logLevel: Logger.Level {
+        get { max(inner.logLevel, floor) }
+        set { inner.logLevel = newValue }
+    }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+    func log(event: LogEvent) {
+        guard event.level >= floor else { return }
+        inner.log(event: event)
     }
 }

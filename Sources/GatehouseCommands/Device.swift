@@ -82,7 +82,7 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
         do {
             return .redirect(try await SystemBrowser.login(challenge))
         } catch {
-            Terminal.say("No answer from the browser: \(error)")
+            Terminal.say("No answer from the browser: \(CommandSupport.sentence(error))")
             return .cancel
         }
     }
@@ -187,7 +187,7 @@ struct Login: AsyncParsableCommand {
     func run() async throws {
         do {
             let client = try await CommandSupport.client(device, manifest: manifest)
-            let chosen = try await CommandSupport.profile(profile, of: client)
+            let chosen = try await CommandSupport.profile(profile, of: client, device: device)
             let info = try await client.authenticateUser(
                 chosen,
                 authenticator: authenticator,
@@ -212,26 +212,66 @@ struct Login: AsyncParsableCommand {
 }
 
 struct Profiles: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the profiles registered on this device.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the profiles registered on this device, or choose the default one.",
+        subcommands: [List.self, Default.self],
+        defaultSubcommand: List.self
+    )
 
-    @OptionGroup var device: DeviceOptions
-    @OptionGroup var manifest: ManifestOptions
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the profiles registered on this device for the server (the default marked *)."
+        )
 
-    func run() async throws {
-        do {
-            // Only what this device holds: no server is asked.
-            let client = try CommandSupport.offlineClient(device)
-            let summaries = try await client.userProfileSummaries()
-            if summaries.isEmpty { print("No profiles on this device for \(device.server).") }
-            for summary in summaries {
-                let registered = summary.registeredAt.formatted(.iso8601.year().month().day())
-                let subject = summary.subject.map { "\($0) at " } ?? ""
-                print(
-                    "\(summary.profile.id)  \(subject)identity provider \(summary.identityProvider), registered \(registered)"
-                )
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var manifest: ManifestOptions
+
+        func run() async throws {
+            do {
+                // Only what this device holds: no server is asked.
+                let client = try CommandSupport.offlineClient(device)
+                let summaries = try await client.userProfileSummaries()
+                if summaries.isEmpty { print("No profiles on this device for \(device.server).") }
+                let chosen = DefaultProfiles(device).profile
+                for summary in summaries {
+                    let registered = summary.registeredAt.formatted(.iso8601.year().month().day())
+                    let subject = summary.subject.map { "\($0) at " } ?? ""
+                    let mark = summary.profile.id == chosen ? " *" : ""
+                    print(
+                        "\(summary.profile.id)  \(subject)identity provider \(summary.identityProvider), "
+                            + "registered \(registered)\(mark)"
+                    )
+                }
+            } catch {
+                throw CommandSupport.fail(error)
             }
-        } catch {
-            throw CommandSupport.fail(error)
+        }
+    }
+
+    struct Default: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "default",
+            abstract: "Choose the profile device commands use for this server when --profile is not given."
+        )
+
+        @OptionGroup var device: DeviceOptions
+
+        @Argument(help: "The profile's id, as `gatehouse profiles` lists it.")
+        var profile: String
+
+        func run() async throws {
+            do {
+                let client = try CommandSupport.offlineClient(device)
+                guard try await client.userProfiles().contains(UserProfile(id: profile)) else {
+                    throw ValidationError(
+                        "This device has no profile \(profile) for \(device.server); `gatehouse profiles` lists them."
+                    )
+                }
+                try DefaultProfiles(device).set(profile)
+                print("Device commands for \(device.server) now use profile \(profile) unless --profile names another.")
+            } catch {
+                throw CommandSupport.fail(error)
+            }
         }
     }
 }
@@ -244,18 +284,23 @@ struct Deregister: AsyncParsableCommand {
     @OptionGroup var device: DeviceOptions
     @OptionGroup var manifest: ManifestOptions
 
-    @Option(help: "The profile to deregister.")
-    var profile: String
+    @Option(help: "The profile to deregister (default: the device's default for the server, or its only one).")
+    var profile: String?
 
     func run() async throws {
         do {
             let client = try await CommandSupport.client(device, manifest: manifest)
+            let chosen = try await CommandSupport.profile(profile, of: client, device: device)
             // Only a profile this device holds can be deregistered: the server is asked with its key.
-            guard try await client.userProfiles().contains(UserProfile(id: profile)) else {
-                throw ValidationError("This device has no profile \(profile); `gatehouse profiles` lists its profiles.")
+            guard try await client.userProfiles().contains(chosen) else {
+                throw ValidationError(
+                    "This device has no profile \(chosen.id); `gatehouse profiles` lists its profiles."
+                )
             }
-            try await client.deregisterUser(UserProfile(id: profile))
-            print("Deregistered profile \(profile).")
+            try await client.deregisterUser(chosen)
+            let defaults = DefaultProfiles(device)
+            if defaults.profile == chosen.id { try defaults.set(nil) }
+            print("Deregistered profile \(chosen.id).")
         } catch {
             throw CommandSupport.fail(error)
         }

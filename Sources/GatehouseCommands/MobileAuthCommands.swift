@@ -35,7 +35,7 @@ struct DeviceCommands: AsyncParsableCommand {
                     throw ValidationError("--platform is one of events, apns, fcm.")
                 }
                 let client = try await CommandSupport.client(device, manifest: manifest)
-                let chosen = try await CommandSupport.profile(profile, of: client)
+                let chosen = try await CommandSupport.profile(profile, of: client, device: device)
                 try await client.authenticateUser(chosen, authenticator: "pin", delegate: TerminalDelegate())
                 try await client.enrollForMobileAuth()
                 try await client.enrollForPushMobileAuth(
@@ -71,7 +71,7 @@ struct DeviceCommands: AsyncParsableCommand {
         func run() async throws {
             do {
                 let client = try await CommandSupport.client(device, manifest: manifest)
-                let chosen = try await CommandSupport.profile(profile, of: client)
+                let chosen = try await CommandSupport.profile(profile, of: client, device: device)
                 guard try await client.isUserEnrolledForMobileAuth(chosen) else {
                     throw MobileAuthRequestError(.notEnrolled, message: "Enrol first: gatehouse device enrol.")
                 }

@@ -73,13 +73,37 @@ struct Serve: AsyncParsableCommand {
         }
         let logger = settings.logger("gatehouse.server")
         let created = CreatedFiles(database: settings.database)
+        // One process per SQLite database: a second one would not hear the first one's
+        // announcements (docs/PRODUCTION.md). Held until the process ends.
+        let lock: DatabaseLock?
+        do {
+            lock = try DatabaseLock.acquire(for: settings.database)
+        } catch let error as DatabaseLock.Held {
+            created.remove()
+            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+            throw ExitCode(ExitStatus.temporaryFailure)
+        } catch {
+            created.remove()
+            throw CommandSupport.usageError("\(error)")
+        }
+        // `${publicURL}` in the manifest is the address served, so its port must be known before
+        // the manifest is read: port 0 takes a free port first.
+        let port: Int
+        do {
+            port = settings.port == 0 ? try await Self.freePort(host: settings.host) : settings.port
+        } catch {
+            created.remove()
+            throw CommandSupport.usageError(Self.listenFailure(error, host: settings.host, port: 0))
+        }
+        let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
+        let servedURL = "http://\(shownHost):\(port)"
         let registry = PrometheusCollectorRegistry()
         let server: TokenServer
         var xignin: XignInManager?
         do {
             var environment = CommandSupport.environment(logger: logger)
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
-            let loaded = try CommandSupport.manifest(settings.manifest)
+            let loaded = try CommandSupport.manifest(settings.manifest, publicURL: servedURL)
             // The XignIn manager is mounted when the manifest has an `xignin` section; its state
             // and outbox sit beside the server's database.
             var extensions: [any ServerExtension] = []
@@ -110,19 +134,19 @@ struct Serve: AsyncParsableCommand {
             // The database may come back: a failure worth a service manager's restart.
             created.remove()
             _ = CommandSupport.fail(error)
-            throw ExitCode(69)
+            throw ExitCode(ExitStatus.unavailable)
         } catch {
             created.remove()
             // A manifest that cannot be used is a configuration error (EX_CONFIG), not worth a
             // service manager's restart.
             _ = CommandSupport.fail(error)
-            throw ExitCode(78)
+            throw ExitCode(ExitStatus.configuration)
         }
         if server.configuration.publicURL == nil, ["0.0.0.0", "::", "[::]"].contains(settings.host) {
             logger.warning(
                 """
                 Listening on every address without server.publicURL: DPoP proofs are checked against \
-                http://\(settings.host):\(settings.port), which no client uses. Set server.publicURL to the URL clients reach.
+                \(servedURL), which no client uses. Set server.publicURL to the URL clients reach.
                 """
             )
         }
@@ -132,7 +156,7 @@ struct Serve: AsyncParsableCommand {
         let application = HTTPTokenServer.application(
             server: server,
             host: host,
-            port: settings.port,
+            port: port,
             limits: settings.limits,
             metrics: settings.metrics ? registry : nil,
             logger: logger
@@ -140,29 +164,73 @@ struct Serve: AsyncParsableCommand {
             listening.mark()
             // Told after the server learnt its own address: the manager's URL derives from it.
             manager?.served(at: server.publicURL)
+            logger.info(
+                "Serving",
+                metadata: [
+                    "version": "\(GatehouseCommandLine.version)", "manifest": "\(settings.manifest)",
+                    "database": "\(settings.database.description)", "address": "\(servedURL)",
+                    "public_url": "\(server.publicURL)",
+                ]
+            )
             // Unbuffered, so scripts waiting for this line see it at once.
-            let shown = host.contains(":") ? "[\(host)]" : host
-            FileHandle.standardOutput.write(Data("Gatehouse token server listening on http://\(shown):\(port)\n".utf8))
+            FileHandle.standardOutput.write(Data("Gatehouse token server listening on \(servedURL)\n".utf8))
         }
         // The HTTP server and the janitor that keeps its tables from growing, stopped together;
         // a shutdown waits for open requests at most `shutdownTimeout`.
         var configuration = ServiceGroupConfiguration(
             services: [application, TokenJanitor(server: server)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
+            gracefulShutdownSignals: [.sigterm],
             logger: logger
         )
         configuration.maximumGracefulShutdownDuration = settings.shutdownTimeout
         configuration.maximumCancellationDuration = .seconds(2)
+        let group = ServiceGroup(configuration: configuration)
+        // Ctrl-C: the first drains (and says so), a second stops at once.
+        let signals = await UnixSignalsSequence(trapping: .sigint)
+        let interrupts = Task { [shutdownTimeout = settings.shutdownTimeout] in
+            var count = 0
+            for await _ in signals {
+                count += 1
+                if count == 1 {
+                    FileHandle.standardError.write(
+                        Data(
+                            """
+                            Draining: no new connections; waiting up to \(shutdownTimeout.components.seconds) s \
+                            for open requests. Press Ctrl-C again to stop at once.
+
+                            """.utf8
+                        )
+                    )
+                    await group.triggerGracefulShutdown()
+                } else {
+                    FileHandle.standardError.write(Data("Stopped at once.\n".utf8))
+                    Foundation.exit(ExitStatus.interrupted)
+                }
+            }
+        }
+        defer { interrupts.cancel() }
         do {
-            try await ServiceGroup(configuration: configuration).run()
+            try await group.run()
             await server.shutdown()
+            withExtendedLifetime(lock) {}
         } catch {
             await server.shutdown()
             guard !listening.happened else { throw error }
             // It never listened: nothing it created is worth keeping.
             created.remove()
-            throw CommandSupport.usageError(Self.listenFailure(error, host: host, port: settings.port))
+            throw CommandSupport.usageError(Self.listenFailure(error, host: host, port: port))
         }
+    }
+
+    /// A port the system has free on `host` now, for `--port 0`.
+    static func freePort(host: String) async throws -> Int {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: host, port: 0).get()
+        let port = channel.localAddress?.port
+        try await channel.close().get()
+        guard let port else { throw IOError(errnoCode: EADDRNOTAVAIL, reason: "bind") }
+        return port
     }
 
     /// The SQLite file beside which the hosted login and XignIn keep their state; nil with
@@ -219,7 +287,7 @@ struct CreatedFiles {
         }
         let folder = URL(fileURLWithPath: database).deletingLastPathComponent()
         let candidates =
-            ["", "-wal", "-shm"].map { database + $0 } + [
+            ["", "-wal", "-shm", ".lock"].map { database + $0 } + [
                 folder.appendingPathComponent("login").path, folder.appendingPathComponent("xignin").path,
             ]
         paths = candidates.filter { !FileManager.default.fileExists(atPath: $0) }
@@ -227,5 +295,42 @@ struct CreatedFiles {
 
     func remove() {
         for path in paths { try? FileManager.default.removeItem(atPath: path) }
+    }
+}
+
+/// The advisory lock `serve` holds on `DATABASE.lock` beside a SQLite database, so a second
+/// process on the same file is refused instead of starting without a word. The kernel releases
+/// it when the process ends, however it ends; the file stays.
+final class DatabaseLock: Sendable {
+    private let descriptor: Int32
+
+    private init(descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { close(descriptor) }
+
+    /// Another process holds the lock.
+    struct Held: Error, CustomStringConvertible {
+        var database: String
+        var description: String {
+            "the database \(database) is in use by another gatehouse serve (it holds \(database).lock); "
+                + "stop that one first, or use PostgreSQL for several instances"
+        }
+    }
+
+    /// The lock for `database`; nil for PostgreSQL, where several instances are meant to share it.
+    static func acquire(for database: ServerDatabase) throws -> DatabaseLock? {
+        guard case .sqlite(let path) = database else { return nil }
+        let lockPath = path + ".lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw SettingError("cannot open the lock file \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(descriptor)
+            if code == EWOULDBLOCK { throw Held(database: path) }
+            throw SettingError("cannot lock \(lockPath): \(String(cString: strerror(code)))")
+        }
+        return DatabaseLock(descriptor: descriptor)
     }
 }

@@ -7,6 +7,7 @@ import GatehouseKernel
 import GatehouseLogin
 import GatehousePlugins
 import GatehouseProtocol
+import GatehouseServer
 import GatehouseYAML
 import Logging
 
@@ -28,8 +29,16 @@ struct ManifestOptions: ParsableArguments {
 
 /// Options of the device commands.
 struct DeviceOptions: ParsableArguments {
-    @Option(help: "The token server's URL.")
-    var server: String = "http://127.0.0.1:8080"
+    @Option(
+        name: .customLong("server"),
+        help: "The token server's URL (default: $GATEHOUSE_SERVER, else http://127.0.0.1:8080)."
+    )
+    var serverOption: String?
+
+    /// `--server`, else `GATEHOUSE_SERVER`, else the default address of `serve`.
+    var server: String {
+        EnvironmentSettings().resolve(serverOption, "server") ?? "http://127.0.0.1:8080"
+    }
 
     @Option(help: "Where this device keeps its profiles and keys.")
     var dataDir: String = DataFolders.device.path
@@ -67,11 +76,21 @@ enum CommandSupport {
         return logger
     }
 
-    static func manifest(_ path: String) throws -> Manifest {
+    /// The sections a server-side manifest may have besides the plugins.
+    static let serverSections: Set<String> = ["server", "xignin", "login"]
+
+    /// The manifest at `path`, with `${publicURL}` resolved to its `server.publicURL`, else to
+    /// `publicURL` (where the server is reached).
+    static func manifest(_ path: String, publicURL: String = EmbeddedTokenServer.defaultURL) throws -> Manifest {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw ValidationError("the manifest \(path) does not exist; name one with --manifest or GATEHOUSE_MANIFEST")
+            throw ManifestError(
+                source: path,
+                problem: "the manifest does not exist; name one with --manifest or GATEHOUSE_MANIFEST"
+            )
         }
-        return try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: ["server", "xignin", "login"])
+        let loaded = try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: serverSections)
+        guard ManifestPlaceholders.uses(loaded) else { return loaded }
+        return try ManifestPlaceholders.resolve(loaded, served: publicURL, additionalSections: serverSections)
     }
 
     /// The name under which the hosted login is offered to `idp.browser`.
@@ -155,13 +174,24 @@ enum CommandSupport {
         "biometric.simulated": ["sensor": "simulated-sensor"]
     ]
 
-    /// The profile named by `--profile`, or the device's only one.
-    static func profile(_ option: String?, of client: UserClient) async throws -> UserProfile {
+    /// The profile named by `--profile`, else the device's default for this server (`profiles
+    /// default`), else its only one.
+    static func profile(_ option: String?, of client: UserClient, device: DeviceOptions) async throws -> UserProfile {
+        if let option { return UserProfile(id: option) }
         let profiles = try await client.userProfiles()
-        guard let chosen = option.map(UserProfile.init) ?? (profiles.count == 1 ? profiles.first : nil) else {
-            throw ValidationError("Name the profile with --profile; this device has \(profiles.count).")
+        if let chosen = DefaultProfiles(device).profile, profiles.contains(UserProfile(id: chosen)) {
+            return UserProfile(id: chosen)
         }
-        return chosen
+        guard profiles.count == 1, let only = profiles.first else {
+            // One line and status 64 (a usage problem), without the usage ArgumentParser would add.
+            throw SettingError(
+                profiles.isEmpty
+                    ? "This device has no profile for \(device.server); register one with `gatehouse register`."
+                    : "This device has \(profiles.count) profiles for \(device.server): name one with --profile, "
+                        + "or choose a default with `gatehouse profiles default ID`."
+            )
+        }
+        return only
     }
 
     /// Writes a line to standard output at once (unbuffered), for commands that wait afterwards
@@ -177,15 +207,99 @@ enum CommandSupport {
         return ExitCode(64)
     }
 
-    /// Prints a Gatehouse error as one line with its code, and exits non-zero.
+    /// Prints an error as one line (a Gatehouse error with its code), and exits with its status
+    /// from the table in the README.
     static func fail(_ error: any Error) -> ExitCode {
-        if let error = error as? any DomainError {
-            FileHandle.standardError.write(
-                Data("error: \(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]\n".utf8)
-            )
-        } else {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-        }
-        return ExitCode.failure
+        FileHandle.standardError.write(Data("error: \(sentence(error))\n".utf8))
+        return ExitCode(status(of: error))
     }
+
+    /// What a person reads about `error`: its message, never a Swift description.
+    static func sentence(_ error: any Error) -> String {
+        switch error {
+        case let error as any DomainError:
+            return "\(error.message) [\(error.domainName).\(error.codeName) \(error.codeNumber)]"
+        case let error as ValidationError:
+            return error.message
+        case let error as SettingError:
+            return error.description
+        case let error as DatabaseLock.Held:
+            return error.description
+        case let error as ServerDatabaseError:
+            return error.description
+        case let error as any LocalizedError:
+            if let description = error.errorDescription { return description }
+        default:
+            break
+        }
+        return "something unexpected failed (\(String(reflecting: type(of: error))))."
+    }
+
+    /// The exit status for `error` (README, "Exit statuses").
+    static func status(of error: any Error) -> Int32 {
+        switch error {
+        case is ValidationError, is SettingError: return ExitStatus.usage
+        case is ManifestError: return ExitStatus.configuration
+        case is ServerDatabaseError: return ExitStatus.unavailable
+        case is DatabaseLock.Held: return ExitStatus.temporaryFailure
+        case let error as GenericError:
+            switch error.code {
+            case .networkConnectivityFailure, .serverNotReachable, .dataStorageNotAvailable:
+                return ExitStatus.unavailable
+            case .configurationInvalid: return ExitStatus.configuration
+            case .unknown, .unrecoverableDataState: return ExitStatus.software
+            default: return ExitStatus.refused
+            }
+        case is any DomainError: return ExitStatus.refused
+        default: return ExitStatus.software
+        }
+    }
+}
+
+/// The profile a device uses for a server when none is named: `gatehouse profiles default ID`
+/// writes it to `default-profiles.json` in the device's folder, one per server URL.
+struct DefaultProfiles {
+    let file: URL
+    let server: String
+
+    init(_ device: DeviceOptions) {
+        file = URL(fileURLWithPath: device.dataDir).appendingPathComponent("default-profiles.json")
+        server = device.server
+    }
+
+    private var all: [String: String] {
+        guard let data = try? Data(contentsOf: file) else { return [:] }
+        return (try? JSONDecoder().decode([String: String].self, from: data)) ?? [:]
+    }
+
+    var profile: String? { all[server] }
+
+    func set(_ profile: String?) throws {
+        var all = self.all
+        all[server] = profile
+        try PrivateFiles.createFolder(file.deletingLastPathComponent())
+        try PrivateFiles.replace(try JSONEncoder().encode(all), at: file.path)
+    }
+}
+
+/// The exit statuses every command uses, after BSD's sysexits (README, "Exit statuses").
+enum ExitStatus {
+    /// The server or the device refused what was asked: a wrong PIN, a refused registration.
+    static let refused: Int32 = 1
+    /// `fetch`: the resource answered, with a status outside 2xx.
+    static let resourceRefused: Int32 = 2
+    /// `portal push`: the user denied the request, or it expired.
+    static let denied: Int32 = 3
+    /// EX_USAGE: a flag, an argument or a setting is wrong; the address cannot be listened on.
+    static let usage: Int32 = 64
+    /// EX_UNAVAILABLE: the server or the database cannot be reached.
+    static let unavailable: Int32 = 69
+    /// EX_SOFTWARE: something failed that should not (a server's 500, an unexpected answer).
+    static let software: Int32 = 70
+    /// EX_TEMPFAIL: try again later: the SQLite database is in use by another `serve`.
+    static let temporaryFailure: Int32 = 75
+    /// EX_CONFIG: the manifest cannot be used.
+    static let configuration: Int32 = 78
+    /// A second Ctrl-C stopped `serve` at once (128 + SIGINT, as shells report it).
+    static let interrupted: Int32 = 130
 }

@@ -176,8 +176,10 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     }
 }
 
-/// A problem the user is shown on a page.
-struct LoginError: Error {
+/// A problem the user is shown on a page; said as its message, never as a Swift value.
+struct LoginError: Error, LocalizedError, CustomStringConvertible {
     var message: String
     init(_ message: String) { self.message = message }
+    var description: String { message }
+    var errorDescription: String? { message }
 }

@@ -90,6 +90,14 @@ public final class TokenServer: Sendable {
         self.init(plan: plan, store: store)
     }
 
+    /// Checks `manifest` as a server would load it — every plugin's server and client halves built,
+    /// the `server` section read and cross-checked — without opening any state. Throws the first
+    /// problem, as a start would.
+    public static func check(manifest: Manifest, registry: PluginRegistry, environment: PluginEnvironment) throws {
+        _ = try plan(manifest, registry, environment, [], [:], nil)
+        _ = try registry.load(manifest, environment: environment, sides: .client)
+    }
+
     /// Closes the database connections (PostgreSQL); the server answers nothing after.
     public func shutdown() async { await store.engine.shutdown() }
 

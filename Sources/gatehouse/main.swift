@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseCommands
 import GatehouseKernel
 import GatehousePlugins
@@ -7,5 +8,7 @@ import GatehousePlugins
 do {
     await GatehouseCommandLine.main(registry: try PluginRegistry.builtIn)
 } catch {
-    print("error: \(error)")
+    // Only the built-in registry can fail here, before any command runs: a bug in this build.
+    FileHandle.standardError.write(Data("error: the built-in plugins could not be registered: \(error)\n".utf8))
+    exit(70)
 }

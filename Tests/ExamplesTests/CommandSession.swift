@@ -131,15 +131,19 @@ func registerOverCommandLine(
     return register.output.withLock { $0 }
 }
 
-/// Examples/manifests/server.yaml written into `directory` with its `127.0.0.1:8080` addresses
-/// (the server's own, the browser's, the allowed web login target) on `port`.
+/// Examples/manifests/server.yaml, as a new user runs it: its URLs follow `${publicURL}`, the
+/// address served, whatever the port.
 func exampleManifest(in directory: URL, port: Int) throws -> URL {
-    let example = try String(
-        contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
-        encoding: .utf8
-    )
-    let manifest = directory.appendingPathComponent("server.yaml")
-    try example.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)")
-        .write(to: manifest, atomically: true, encoding: .utf8)
-    return manifest
+    packageRoot.appendingPathComponent("Examples/manifests/server.yaml")
+}
+
+/// swift-log's lines in `text` (`2026-01-05T09:30:00+0000 info label: … message`): what a person
+/// reading a story should not meet unless they asked for it.
+func logLines(_ text: String) -> [Substring] {
+    text.split(separator: "\n").filter {
+        $0.range(
+            of: #"^\d{4}-\d\d-\d\dT\S+ (trace|debug|info|notice|warning|error|critical) "#,
+            options: .regularExpression
+        ) != nil
+    }
 }

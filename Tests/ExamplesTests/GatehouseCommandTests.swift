@@ -30,6 +30,7 @@ struct GatehouseCommandTests {
         }
         #expect(!output.contains("258147"))
         #expect(!output.contains("914736"))
+        #expect(logLines(output + demo.errors.withLock { $0 }).isEmpty, "\(demo.errors.withLock { $0 })")
     }
 
     @Test("serve, then register, login, profiles and deregister over HTTP, with PINs on standard input")
@@ -166,6 +167,7 @@ struct GatehouseCommandTests {
         ] {
             #expect(lines.contains(expected), "missing: \(expected)")
         }
+        #expect(logLines(example.output.withLock { $0 } + example.errors.withLock { $0 }).isEmpty)
     }
 
     @Test("xignin register, activate and list against gatehouse serve, retrying a refused e-mail")

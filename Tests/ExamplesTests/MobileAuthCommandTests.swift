@@ -105,6 +105,11 @@ struct MobileAuthCommandTests {
         ] {
             #expect(output.contains(expected), "missing: \(expected)")
         }
+        // The story only: no log line, unless --log-level asks for them.
+        #expect(logLines(output + example.errors.withLock { $0 }).isEmpty)
+        let verbose = try Session(["--log-level", "info"], binary: "push-mobile-auth")
+        #expect(try await verbose.finish() == 0)
+        #expect(!logLines(verbose.output.withLock { $0 } + verbose.errors.withLock { $0 }).isEmpty)
     }
 }
 

@@ -184,8 +184,14 @@ struct ResourceGatewayTests {
 
 /// The client halves of Examples/manifests/server.yaml's plugins.
 func examplePlugins() throws -> LoadedPlugins {
-    let manifest = try ManifestLoader.jsonAndYAML.load(
-        path: packageRoot.appendingPathComponent("Examples/manifests/server.yaml").path,
+    let text = try String(
+        contentsOf: packageRoot.appendingPathComponent("Examples/manifests/server.yaml"),
+        encoding: .utf8
+    )
+    let manifest = try ManifestLoader.jsonAndYAML.parse(
+        Data(text.replacingOccurrences(of: "${publicURL}", with: "http://127.0.0.1:8080").utf8),
+        format: YAMLManifestFormat(),
+        source: "server.yaml",
         additionalSections: ["server", "xignin", "login"]
     )
     return try PluginRegistry.builtIn.load(

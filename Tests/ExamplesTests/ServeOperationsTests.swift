@@ -214,7 +214,9 @@ struct ServeOperationsTests {
         #expect(status == 200)
         // The browser provider publishes what its client half opens; nothing of the server half.
         let published = body.replacingOccurrences(of: "\\/", with: "/")
-        #expect(published.contains(#""authorizationURL":"http://127.0.0.1:8080/login/authorize""#), "\(published)")
+        // The example manifest's `${publicURL}` is the address served: this test's random port.
+        #expect(try #require(URL(string: url)?.port) != 8080)
+        #expect(published.contains(#""authorizationURL":""# + url + #"/login/authorize""#), "\(published)")
         #expect(!body.contains("one-time-code") && !body.contains("gatehouse-login") && !body.contains("secret"))
 
         // No manifest in this folder, and none named: `register` learns everything from the server.
@@ -259,6 +261,35 @@ struct ServeOperationsTests {
         for _ in 0..<200 where server.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!server.process.isRunning)
         #expect(clock.now - started < .seconds(5))
+    }
+
+    @Test("Ctrl-C says the server is draining; a second Ctrl-C stops it at once with status 130")
+    func interrupt() async throws {
+        let directory = try scratchDirectory("gatehouse-interrupt")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, url) = try await startServer(
+            in: directory,
+            manifest: ["--request-timeout", "600", "--shutdown-timeout", "60"]
+        )
+        defer { server.process.terminate() }
+        // A request half-sent keeps the drain waiting.
+        let socket = try connectedSocket(port: try #require(URL(string: url)?.port), from: "127.0.0.1")
+        defer { close(socket) }
+        _ = "POST /v1/token HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc".withCString {
+            send(socket, $0, 60, 0)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        kill(server.process.processIdentifier, SIGINT)
+        _ = try await server.waitFor("Draining: no new connections; waiting up to 60 s for open requests.")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(server.process.isRunning)
+        let clock = ContinuousClock()
+        let started = clock.now
+        kill(server.process.processIdentifier, SIGINT)
+        for _ in 0..<100 where server.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!server.process.isRunning)
+        #expect(clock.now - started < .seconds(3))
+        #expect(server.process.terminationStatus == 130)
     }
 }
 
