@@ -59,7 +59,7 @@ struct DatabaseRestartTests {
             report.unexpected.isEmpty,
             "answers other than success or 503: \(report.unexpected.prefix(5)); \(failures.prefix(5))"
         )
-        #expect(report.acknowledged.count > 100, "too little load to mean anything: \(report)")
+        #expect(report.acknowledged.count > 50, "too little load to mean anything: \(report)")
         #expect(report.refused > 0, "no 503 at all: the restarts did not meet the load")
         #expect(report.slowestReady < .seconds(4), "/ready took \(report.slowestReady)")
         // Acknowledged writes are there, all of them.
