@@ -21,8 +21,10 @@ enum Terminal {
     static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 }
 
     static func askSecret(_ prompt: String) -> String? {
-        FileHandle.standardError.write(Data(prompt.utf8))
-        guard isInteractive else { return readLine(strippingNewline: true) }
+        guard isInteractive else {
+            FileHandle.standardError.write(Data(prompt.utf8))
+            return readLine(strippingNewline: true)
+        }
         tcgetattr(STDIN_FILENO, &echoingTerminal)
         var silent = echoingTerminal
         silent.c_lflag &= ~tcflag_t(ECHO)
@@ -34,6 +36,8 @@ enum Terminal {
             raise(number)
         }
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
+        // Shown once echo is off: what is typed after seeing it is neither echoed nor flushed.
+        FileHandle.standardError.write(Data(prompt.utf8))
         defer {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &echoingTerminal)
             signal(SIGINT, previous)
@@ -55,6 +59,16 @@ enum Terminal {
     }
 
     static func say(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+
+    /// Asks as a plugin declared: without echo when the answer is a secret, twice when it
+    /// must be confirmed.
+    static func ask(_ prompt: String, as declared: CustomAnswerPrompt) -> String? {
+        switch (declared.isSecret, declared.confirms) {
+        case (true, true): askNewSecret(prompt)
+        case (true, false): askSecret(prompt)
+        case (false, _): ask(prompt)
+        }
+    }
 }
 
 /// The terminal's settings while a secret is read, for the SIGINT handler to put back. Written
@@ -114,12 +128,10 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
         if let error = challenge.error {
             Terminal.say(error.message + (error.details.customInfo?.data.map { " (\($0))" } ?? ""))
         }
-        if let data = challenge.challengeData { Terminal.say("\(challenge.authenticator.name) asks: \(data)") }
-        guard
-            let answer = Terminal.ask(
-                "\(challenge.authenticator.name) (p for the PIN, empty to let the device answer): "
-            )
-        else { return .cancel }
+        // What the server half sent is for the device half, not for a person to read.
+        let prompt =
+            "\(challenge.authenticator.name), \(challenge.prompt.label) (p for the PIN, empty to let the device answer): "
+        guard let answer = Terminal.ask(prompt, as: challenge.prompt) else { return .cancel }
         switch answer {
         case "p": return .fallbackToPin
         case "": return .data(nil)
@@ -131,8 +143,8 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
         _ challenge: CustomAuthenticatorRegistrationChallenge
     ) -> CustomAuthenticatorRegistrationResponse {
         if let error = challenge.error { Terminal.say(error.message) }
-        guard let answer = Terminal.ask("\(challenge.authenticator.name) registration data (empty: the device's own): ")
-        else { return .cancel }
+        let prompt = "\(challenge.authenticator.name), \(challenge.prompt.label) (empty: the device's own): "
+        guard let answer = Terminal.ask(prompt, as: challenge.prompt) else { return .cancel }
         return .data(answer.isEmpty ? nil : answer)
     }
 

@@ -136,9 +136,25 @@ struct GatehouseCommandTests {
             typing: ["258147", "258147", ""]
         )
         #expect(added.contains("Registered totp."))
-        // The device answers the server's challenge with the current code.
-        let (login, _) = try await run(["login", "--profile", profile, "--authenticator", "totp"], typing: [""])
-        #expect(login.contains("Authenticated profile \(profile)"))
+        // At a terminal the answer is a secret (the plugin's declared prompt): what the user types
+        // is never shown.
+        let terminal = try Session(
+            [
+                "-qfec",
+                (["login", "--profile", profile, "--authenticator", "totp"] + device).reduce(
+                    "'\(try binary("totp-gatehouse").path)'"
+                ) { $0 + " '\($1)'" },
+                "/dev/null",
+            ],
+            binary: "/usr/bin/script"
+        )
+        _ = try await terminal.waitFor("One-time code, Answer (p for the PIN")
+        // The TOTP device half answers with its own code whatever is typed.
+        terminal.type("314159")
+        #expect(try await terminal.finish() == 0)
+        let screen = terminal.output.withLock { $0 }
+        #expect(screen.contains("Authenticated profile \(profile)"), "\(screen)")
+        #expect(!screen.contains("314159"), "the typed answer was echoed: \(screen)")
         let (preferred, _) = try await run(["authenticators", "prefer", "totp", "--profile", profile])
         #expect(preferred.contains("totp is now preferred"))
         // Deregistering logs in with the preferred TOTP; choose the PIN instead, then confirm.

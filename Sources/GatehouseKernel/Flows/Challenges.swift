@@ -91,17 +91,22 @@ public struct CustomAuthenticatorChallenge: Sendable {
     /// Data the authenticator's server half sent along, if any.
     public var challengeData: String?
     public var error: (any DomainError)?
+    /// How to ask the user for the answer, as the plugin declares it: its label, whether it is a
+    /// secret (never shown as typed, never logged), whether to ask twice.
+    public var prompt: CustomAnswerPrompt
 
     public init(
         profile: UserProfile,
         authenticator: AuthenticatorDescriptor,
         challengeData: String? = nil,
-        error: (any DomainError)? = nil
+        error: (any DomainError)? = nil,
+        prompt: CustomAnswerPrompt = CustomAnswerPrompt(label: "Answer")
     ) {
         self.profile = profile
         self.authenticator = authenticator
         self.challengeData = challengeData
         self.error = error
+        self.prompt = prompt
     }
 }
 
@@ -118,11 +123,19 @@ public struct CustomAuthenticatorRegistrationChallenge: Sendable {
     public var profile: UserProfile
     public var authenticator: AuthenticatorDescriptor
     public var error: (any DomainError)?
+    /// How to ask the user for registration data, as the plugin declares it.
+    public var prompt: CustomAnswerPrompt
 
-    public init(profile: UserProfile, authenticator: AuthenticatorDescriptor, error: (any DomainError)? = nil) {
+    public init(
+        profile: UserProfile,
+        authenticator: AuthenticatorDescriptor,
+        error: (any DomainError)? = nil,
+        prompt: CustomAnswerPrompt = CustomAnswerPrompt(label: "Registration data")
+    ) {
         self.profile = profile
         self.authenticator = authenticator
         self.error = error
+        self.prompt = prompt
     }
 }
 

@@ -79,6 +79,12 @@ public struct CustomDeviceRequest: Sendable {
 
 /// The device half of a custom authenticator.
 public protocol CustomAuthenticatorDevice: Sendable {
+    /// How the app asks the user for the answer to a challenge (the app's `.data`). Default: a
+    /// secret called "Answer": never shown as typed, never logged.
+    var answerPrompt: CustomAnswerPrompt { get }
+    /// How the app asks for registration data, if the user gives any. Default: a secret called
+    /// "Registration data".
+    var registrationPrompt: CustomAnswerPrompt { get }
     /// The payload that registers the authenticator (after the PIN).
     func registrationPayload(_ request: CustomDeviceRequest) async throws -> String?
     /// The payload that answers the service's challenge.
@@ -88,7 +94,27 @@ public protocol CustomAuthenticatorDevice: Sendable {
 }
 
 extension CustomAuthenticatorDevice {
+    public var answerPrompt: CustomAnswerPrompt { CustomAnswerPrompt(label: "Answer") }
+    public var registrationPrompt: CustomAnswerPrompt { CustomAnswerPrompt(label: "Registration data") }
     public func deregister(_ request: CustomDeviceRequest) async throws {}
+}
+
+/// How an app asks the user for what a custom authenticator needs: what to call it, whether it
+/// is a secret, and whether to have it typed twice.
+public struct CustomAnswerPrompt: Sendable, Hashable {
+    /// What the user is asked for ("Code from your authenticator app").
+    public var label: String
+    /// Never shown as typed, never echoed back, never logged (a code, a password). Secret unless
+    /// a plugin says otherwise: an answer shown by mistake cannot be taken back.
+    public var isSecret: Bool
+    /// Typed twice and compared before it is sent (a new secret the user cannot see).
+    public var confirms: Bool
+
+    public init(label: String, isSecret: Bool = true, confirms: Bool = false) {
+        self.label = label
+        self.isSecret = isSecret
+        self.confirms = confirms
+    }
 }
 
 /// What the service half is given.

@@ -49,7 +49,8 @@ public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Auth
             CustomAuthenticatorRegistrationChallenge(
                 profile: context.profile,
                 authenticator: descriptor,
-                error: context.previousError
+                error: context.previousError,
+                prompt: device.registrationPrompt
             )
         )
         guard case .data(let appData) = answer else { throw GenericError(.actionCancelled) }
@@ -73,7 +74,8 @@ public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Auth
                 profile: context.profile,
                 authenticator: descriptor,
                 challengeData: challenge.challengeData,
-                error: context.previousError
+                error: context.previousError,
+                prompt: device.answerPrompt
             )
         )
         let appData: String?
