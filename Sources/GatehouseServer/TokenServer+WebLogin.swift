@@ -111,14 +111,14 @@ extension TokenServer {
 
     /// `POST /web/sign-in` from that page: spends the login token and opens the web session.
     func redeemWebLogin(_ request: WireRequest) async throws -> WireResponse {
+        // The form this server showed, in this browser: its cookie came back with the same value,
+        // and the browser does not report the POST as coming from another site. Anything else —
+        // another body included — is not a confirmation, whatever its token.
         guard request.body.count <= configuration.maxRequestBytes,
             request.header("Content-Type")?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
             let fields = FormFields(body: request.body), let token = fields["token"],
-            (1...128).contains(token.utf8.count)
-        else { return invalidSignInLink() }
-        // The form this server showed, in this browser: its cookie came back with the same value,
-        // and the browser does not report the POST as coming from another site.
-        guard let csrf = fields["csrf"], isSignInConfirmation(csrf, for: token),
+            (1...128).contains(token.utf8.count),
+            let csrf = fields["csrf"], isSignInConfirmation(csrf, for: token),
             cookie(Self.signInCookie, in: request).map({ ConstantTime.equals($0, csrf) }) == true,
             request.header("Sec-Fetch-Site")?.lowercased() != "cross-site"
         else {
@@ -169,9 +169,10 @@ extension TokenServer {
         return ConstantTime.equals(signInConfirmation(for: token, nonce: nonce), value)
     }
 
+    /// No such live link (used, expired, unknown, its app session ended): 404, the link names nothing.
     private func invalidSignInLink() -> WireResponse {
         webPage(
-            400,
+            404,
             "Sign-in link not valid",
             "This sign-in link was used, has expired or is not valid. Sign in from the app again."
         )

@@ -56,6 +56,6 @@ struct WebLoginCommandTests {
         #expect(String(decoding: page, as: UTF8.self).contains("Signed in as ann@example.com"))
         // The link worked once.
         let (_, again) = try await URLSession(configuration: .ephemeral).data(from: link)
-        #expect((again as? HTTPURLResponse)?.statusCode == 400)
+        #expect((again as? HTTPURLResponse)?.statusCode == 404)
     }
 }

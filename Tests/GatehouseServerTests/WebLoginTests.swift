@@ -120,14 +120,14 @@ struct WebLoginTests {
             )
 
             // Single use, and short-lived.
-            #expect(try await fixture.send("GET", path).status == 400)
-            #expect(try await post(fixture, fields, headers: ["Cookie": confirmCookie]).status == 400)
+            #expect(try await fixture.send("GET", path).status == 404)
+            #expect(try await post(fixture, fields, headers: ["Cookie": confirmCookie]).status == 404)
             let late = try await client.appToWebSingleSignOn(targetURL: try #require(URL(string: target)))
             let latePath = late.redirectURL.absoluteString.dropFirst(base.count).description
             let (lateFields, lateCookie) = try confirmation(try await fixture.send("GET", latePath))
             clock.advance(by: 61)
-            #expect(try await fixture.send("GET", latePath).status == 400)
-            #expect(try await post(fixture, lateFields, headers: ["Cookie": lateCookie]).status == 400)
+            #expect(try await fixture.send("GET", latePath).status == 404)
+            #expect(try await post(fixture, lateFields, headers: ["Cookie": lateCookie]).status == 404)
             // The web session ends with its lifetime.
             clock.advance(by: 3600)
             #expect(try await fixture.send("GET", Endpoint.webSession, headers: ["Cookie": cookie]).status == 401)
@@ -170,7 +170,7 @@ struct WebLoginTests {
             #expect(try await signedIn(first) == false)
             // A link issued before the logout no longer signs anybody in.
             let pendingPath = pendingLink.redirectURL.absoluteString.dropFirst(base.count).description
-            #expect(try await fixture.send("GET", pendingPath).status == 400)
+            #expect(try await fixture.send("GET", pendingPath).status == 404)
 
             // A new app session, and another web session from it: a refresh keeps it (same
             // session), a reused refresh token (revoking the session) ends it.
