@@ -39,10 +39,13 @@ public struct AuthenticatorConformance: Sendable {
     private let services: [String: any Sendable]
 
     /// - Parameters:
+    ///   - plugin: the authenticator plugin under test.
+    ///   - config: its manifest entry's configuration.
+    ///   - services: services the plugin's configuration names (a shared sensor, say).
     ///   - enrol: the app's answers that enrol the authenticator.
     ///   - authenticate: the app's answers to one right authentication.
+    ///   - wrongAttempt: how to make one authentication fail as a wrong answer.
     ///   - fallback: the app's answers that choose the PIN instead; `nil` for the PIN itself.
-    ///   - services: services the plugin's configuration names (a shared sensor, say).
     public init<P: AuthenticatorPlugin>(
         _ plugin: P.Type,
         config: [String: ConfigValue] = [:],

@@ -2,7 +2,7 @@ public import Foundation
 public import GatehouseKernel
 
 /// Runs an authenticator's client half against its server half in memory, through the same
-/// kernel ``FlowMachine`` the token server runs, so a plugin tested alone counts attempts,
+/// kernel `FlowMachine` the token server runs, so a plugin tested alone counts attempts,
 /// deregisters at the maximum and stores registrations exactly as in production.
 ///
 /// It keeps one profile's counter and the server half's registration between calls, and records

@@ -4,7 +4,7 @@ import Foundation
 /// loopback port, started on first use and stopped when the process exits.
 ///
 /// It needs the PostgreSQL server binaries (Debian's `postgresql` package;
-/// `scripts/install-dependencies` installs it); ``start()`` says so when they are missing. Run
+/// `scripts/install-dependencies` installs it); ``start(durable:)`` says so when they are missing. Run
 /// as root, it runs the server as the `postgres` user, since PostgreSQL refuses root. Each test
 /// takes a fresh schema (``makeSchema(_:)``), so tests running at once share nothing.
 public final class PostgresTestCluster: Sendable {

@@ -60,7 +60,7 @@ public enum RecordedChallenge: Sendable {
 
 /// Answers challenges from a script, in order, and records every challenge it was asked.
 ///
-/// Use it as the delegate of any flow, or as a plugin's ``ChallengeResponder``. A challenge that
+/// Use it as the delegate of any flow, or as a plugin's `ChallengeResponder`. A challenge that
 /// does not match the next answer (or comes after the script ran out) is cancelled and noted in
 /// ``unexpected``, so a test can tell "the flow asked something it should not have" apart from
 /// "the flow failed". Check ``isFinished`` at the end: every answer used, nothing unexpected.

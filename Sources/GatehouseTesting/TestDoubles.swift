@@ -4,7 +4,7 @@ import InMemoryLogging
 public import Logging
 import Synchronization
 
-/// A ``KeyValueStore`` in memory, for testing a plugin without the client's database.
+/// A `KeyValueStore` in memory, for testing a plugin without the client's database.
 public actor InMemoryKeyValueStore: KeyValueStore {
     public private(set) var values: [String: Data]
 
