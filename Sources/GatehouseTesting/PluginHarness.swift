@@ -66,13 +66,56 @@ public enum PluginHarness {
     }
 
     /// The problem a host would report for `config`, after the entry's location; `nil` when the
-    /// configuration is accepted.
+    /// configuration is accepted. Only decodes: the overloads for validators, authenticators and
+    /// identity providers also build the plugin, so what its factory refuses is reported too.
     public static func configurationProblem<P: Plugin>(_ plugin: P.Type, config: [String: ConfigValue]) -> String? {
         do {
             _ = try ConfigurationDecoder().decode(P.Configuration.self, from: .object(config))
             return nil
         } catch {
             return ConfigurationError(path: [.key("config")] + error.path, problem: error.problem).description
+        }
+    }
+
+    /// The problem a host would report for `config` — decoding it or building the validator —
+    /// after the entry's location; `nil` when it is accepted.
+    public static func configurationProblem<P: ValidatorPlugin>(
+        _ plugin: P.Type,
+        config: [String: ConfigValue],
+        environment: PluginEnvironment = .testing()
+    ) -> String? {
+        problem { _ = try validator(plugin, config: config, environment: environment) }
+    }
+
+    /// The problem a host would report for `config` — decoding it or building either half of
+    /// the authenticator — after the entry's location; `nil` when it is accepted.
+    public static func configurationProblem<P: AuthenticatorPlugin>(
+        _ plugin: P.Type,
+        config: [String: ConfigValue],
+        environment: PluginEnvironment = .testing()
+    ) -> String? {
+        problem { _ = try authenticator(plugin, config: config, environment: environment) }
+    }
+
+    /// The problem a host would report for `config` — decoding it or building either half of
+    /// the identity provider — after the entry's location; `nil` when it is accepted.
+    public static func configurationProblem<P: IdentityProviderPlugin>(
+        _ plugin: P.Type,
+        config: [String: ConfigValue],
+        environment: PluginEnvironment = .testing()
+    ) -> String? {
+        problem { _ = try identityProvider(plugin, config: config, environment: environment) }
+    }
+
+    /// What `load` threw, as a host reports it after the entry's location.
+    private static func problem(_ load: () throws -> Void) -> String? {
+        do {
+            try load()
+            return nil
+        } catch let error as ManifestError {
+            return error.path.map { "\($0): \(error.problem)" } ?? error.problem
+        } catch {
+            return "\(error)"
         }
     }
 

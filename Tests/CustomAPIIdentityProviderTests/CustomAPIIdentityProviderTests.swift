@@ -47,6 +47,24 @@ extension PluginEnvironment {
 
 @Suite("Custom-API identity provider")
 struct CustomAPIIdentityProviderTests {
+    @Test("what the server half's factory refuses is a configuration problem too, reported alone")
+    func factoryRefusals() {
+        #expect(
+            PluginHarness.configurationProblem(CustomAPIIdentityProviderPlugin.self, config: [:])
+                == "config.handler: give exactly one of handler (an in-process API) or url (an HTTP API)"
+        )
+        #expect(
+            PluginHarness.configurationProblem(CustomAPIIdentityProviderPlugin.self, config: ["handler": "nobody"])
+                == #"config.handler: the host provides no custom registration API named "nobody""#
+        )
+        #expect(
+            PluginHarness.configurationProblem(
+                CustomAPIIdentityProviderPlugin.self,
+                config: ["url": "https://api.example/register"]
+            ) == nil
+        )
+    }
+
     @Test("one step: the finish data reaches the API and its info reaches the app")
     func oneStep() async throws {
         let api = CodeAPI()
