@@ -64,7 +64,8 @@ struct Authenticators: AsyncParsableCommand {
         func run() async throws {
             try await CommandSupport.withSession(options) { client, _ in
                 let info = try await client.registerAuthenticator(authenticator, delegate: TerminalDelegate())
-                print("Registered \(authenticator).\(info.map { " \($0.data ?? "") (status \($0.status))" } ?? "")")
+                let said = info?.data.flatMap { $0.isEmpty ? nil : " The authenticator said: \($0)" } ?? ""
+                print("Registered \(authenticator).\(said)")
             }
         }
     }

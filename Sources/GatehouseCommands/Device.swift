@@ -205,7 +205,8 @@ struct Login: AsyncParsableCommand {
                 authenticator: authenticator,
                 delegate: TerminalDelegate()
             )
-            if let info { print("The authenticator said: \(info.data ?? "") (status \(info.status)).") }
+            // What the authenticator's service said, if anything; its status number is the protocol's.
+            if let said = info?.data, !said.isEmpty { print("The authenticator said: \(said)") }
             for round in 0..<refreshes {
                 try await client.refreshSession()
                 print("Refreshed the session (\(round + 1) of \(refreshes)): new access and refresh tokens.")

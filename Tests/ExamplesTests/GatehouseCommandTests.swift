@@ -136,6 +136,8 @@ struct GatehouseCommandTests {
             typing: ["258147", "258147", ""]
         )
         #expect(added.contains("Registered totp."))
+        // The service's protocol status is not for people: no "(status 2000)".
+        #expect(!added.contains("(status"), "\(added)")
         // At a terminal the answer is a secret (the plugin's declared prompt): what the user types
         // is never shown.
         let terminal = try Session(
@@ -155,6 +157,7 @@ struct GatehouseCommandTests {
         let screen = terminal.output.withLock { $0 }
         #expect(screen.contains("Authenticated profile \(profile)"), "\(screen)")
         #expect(!screen.contains("314159"), "the typed answer was echoed: \(screen)")
+        #expect(!screen.contains("(status"), "\(screen)")
         let (preferred, _) = try await run(["authenticators", "prefer", "totp", "--profile", profile])
         #expect(preferred.contains("totp is now preferred"))
         // Deregistering logs in with the preferred TOTP; choose the PIN instead, then confirm.
