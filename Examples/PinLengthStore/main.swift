@@ -19,11 +19,7 @@ let logger: Logger = {
     let level =
         arguments.firstIndex(of: "--log-level").flatMap { arguments.dropFirst($0 + 1).first }
         .flatMap(Logger.Level.init(rawValue:)) ?? .error
-    var logger = Logger(label: "pin-length-store") { label in
-        StoryLogHandler(floor: level, inner: StreamLogHandler.standardError(label: label))
-    }
-    logger.logLevel = level
-    return logger
+    return Logger.story(label: "pin-length-store", level: level)
 }()
 
 /// The registration API of the example: one code, 4821.
@@ -125,27 +121,4 @@ do {
 } catch {
     print("error: \(error)")
     exit(1)
-}
-
-/// Log lines are not the story: nothing below `floor`, whatever level a logger is set to (the
-/// server keeps its audit lines at `notice` otherwise).
-struct StoryLogHandler: LogHandler {
-    var floor: Logger.Level
-    var inner: StreamLogHandler
-    var metadata: Logger.Metadata {
-        get { inner.metadata }
-        set { inner.metadata = newValue }
-    }
-    var logLevel: Logger.Level {
-        get { max(inner.logLevel, floor) }
-        set { inner.logLevel = newValue }
-    }
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { inner[metadataKey: key] }
-        set { inner[metadataKey: key] = newValue }
-    }
-    func log(event: LogEvent) {
-        guard event.level >= floor else { return }
-        inner.log(event: event)
-    }
 }

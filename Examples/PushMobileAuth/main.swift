@@ -79,11 +79,7 @@ let logger: Logger = {
     let level =
         arguments.firstIndex(of: "--log-level").flatMap { arguments.dropFirst($0 + 1).first }
         .flatMap(Logger.Level.init(rawValue:)) ?? .error
-    var logger = Logger(label: "push-mobile-auth") { label in
-        StoryLogHandler(floor: level, inner: StreamLogHandler.standardError(label: label))
-    }
-    logger.logLevel = level
-    return logger
+    return Logger.story(label: "push-mobile-auth", level: level)
 }()
 let environment = PluginEnvironment(logger: logger, services: ["codes": FixedCodeAPI()])
 let pushes = InProcessPushTransport()
@@ -185,27 +181,4 @@ struct ScriptedRegistration: RegistrationDelegate, AuthenticationDelegate {
     }
     func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN(pin)) }
     func pin(_ challenge: PinChallenge) -> PinResponse { .pin(PIN(pin)) }
-}
-
-/// Log lines are not the story: nothing below `floor`, whatever level a logger is set to (the
-/// server keeps its audit lines at `notice` otherwise).
-struct StoryLogHandler: LogHandler {
-    var floor: Logger.Level
-    var inner: StreamLogHandler
-    var metadata: Logger.Metadata {
-        get { inner.metadata }
-        set { inner.metadata = newValue }
-    }
-    var logLevel: Logger.Level {
-        get { max(inner.logLevel, floor) }
-        set { inner.logLevel = newValue }
-    }
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { inner[metadataKey: key] }
-        set { inner[metadataKey: key] = newValue }
-    }
-    func log(event: LogEvent) {
-        guard event.level >= floor else { return }
-        inner.log(event: event)
-    }
 }

@@ -49,10 +49,7 @@ struct Demo: AsyncParsableCommand {
                 "gatehouse-demo-\(UUID().uuidString.prefix(8))"
             )
         let level = Logger.Level(rawValue: logLevel) ?? .error
-        var logger = Logger(label: "gatehouse.demo") { label in
-            StoryLogHandler(floor: level, inner: StreamLogHandler.standardError(label: label))
-        }
-        logger.logLevel = level
+        let logger = Logger.story(label: "gatehouse.demo", level: level)
         let manifest = try CommandSupport.manifest(manifest.serverManifest)
         let registry = try CommandSupport.registry
         var environment = CommandSupport.environment(logger: logger)
@@ -249,28 +246,5 @@ actor DemoDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegist
         let next = pins.removeFirst()
         print("   → PIN challenge (\(left)): entering \(next.description)")
         return .pin(PIN(next.digits))
-    }
-}
-
-/// Log lines are not the story: nothing below `floor`, whatever level a logger is set to (the
-/// server keeps its audit lines at `notice` otherwise).
-struct StoryLogHandler: LogHandler {
-    var floor: Logger.Level
-    var inner: StreamLogHandler
-    var metadata: Logger.Metadata {
-        get { inner.metadata }
-        set { inner.metadata = newValue }
-    }
-    var logLevel: Logger.Level {
-        get { max(inner.logLevel, floor) }
-        set { inner.logLevel = newValue }
-    }
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { inner[metadataKey: key] }
-        set { inner[metadataKey: key] = newValue }
-    }
-    func log(event: LogEvent) {
-        guard event.level >= floor else { return }
-        inner.log(event: event)
     }
 }

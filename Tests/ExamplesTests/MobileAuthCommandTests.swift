@@ -9,15 +9,9 @@ struct MobileAuthCommandTests {
     func listenAndPush() async throws {
         let directory = try scratchDirectory("gatehouse-push-test")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (server, url) = try await startServer(in: directory)
+        let (server, url, device, enrolled) = try await enrolledDevice(in: directory)
         defer { server.process.terminate() }
-        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
-        try await registerOverCommandLine(device)
-
-        let enrol = try Session(["device", "enrol"] + device)
-        enrol.type("258147")
-        #expect(try await enrol.finish() == 0, "\(enrol.errors.withLock { $0 })")
-        #expect(enrol.output.withLock { $0 }.contains("enrolled for mobile authentication with push (events)"))
+        #expect(enrolled.contains("enrolled for mobile authentication with push (events)"))
 
         let listen = try Session(["device", "listen", "--count", "3"] + device)
         _ = try await listen.waitFor("Listening for requests")
@@ -69,13 +63,8 @@ struct MobileAuthCommandTests {
     func idleListenSleeps() async throws {
         let directory = try scratchDirectory("gatehouse-idle-test")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (server, url) = try await startServer(in: directory)
+        let (server, _, device, _) = try await enrolledDevice(in: directory)
         defer { server.process.terminate() }
-        let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
-        try await registerOverCommandLine(device)
-        let enrol = try Session(["device", "enrol"] + device)
-        enrol.type("258147")
-        #expect(try await enrol.finish() == 0, "\(enrol.errors.withLock { $0 })")
 
         let listen = try Session(["device", "listen"] + device)
         defer { listen.process.terminate() }
@@ -133,4 +122,19 @@ struct ProcessCounters {
             }
         }
     }
+}
+
+/// A server with its state in `directory`, and a device there registered and enrolled for
+/// mobile authentication over the command line; the device commands' arguments, and what
+/// `device enrol` printed.
+private func enrolledDevice(
+    in directory: URL
+) async throws -> (server: Session, url: String, device: [String], enrolled: String) {
+    let (server, url) = try await startServer(in: directory)
+    let device = ["--server", url, "--data-dir", directory.appendingPathComponent("device").path]
+    try await registerOverCommandLine(device)
+    let enrol = try Session(["device", "enrol"] + device)
+    enrol.type("258147")
+    #expect(try await enrol.finish() == 0, "\(enrol.errors.withLock { $0 })")
+    return (server, url, device, enrol.output.withLock { $0 })
 }

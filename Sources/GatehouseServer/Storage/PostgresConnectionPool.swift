@@ -145,21 +145,15 @@ final class PostgresConnectionPool: Sendable {
         )
         let opened = eventLoop.makePromise(of: PostgresConnection.self)
         opening.cascade(to: opened)
-        guard call.waits(abort: { opened.fail(DatabaseUnavailable(.stopping)) }) else {
-            opened.fail(DatabaseUnavailable(.stopping))
-            return try finish()
-        }
-        defer { call.stopsWaiting() }
-        return try finish()
-
-        func finish() throws -> PooledConnection {
-            do {
-                return PooledConnection(try PooledConnection.wait(for: opened.futureResult, until: deadline))
-            } catch let error as DatabaseUnavailable {
-                // Opened after all, too late: nobody will use it.
-                opening.whenSuccess { connection in connection.close().whenComplete { _ in _ = connection } }
-                throw error
-            }
+        let abort: @Sendable () -> Void = { opened.fail(DatabaseUnavailable(.stopping)) }
+        if !call.waits(abort: abort) { abort() }
+        defer { call.release() }
+        do {
+            return PooledConnection(try PooledConnection.wait(for: opened.futureResult, until: deadline))
+        } catch let error as DatabaseUnavailable {
+            // Opened after all, too late: nobody will use it.
+            opening.whenSuccess { connection in connection.close().whenComplete { _ in _ = connection } }
+            throw error
         }
     }
 }
@@ -291,13 +285,12 @@ private final class PoolCall<Value: Sendable>: Sendable {
         }
     }
 
-    func stopsWaiting() { _ = release() }
-
     /// The thread holds `connection` for the call; false when the call was cancelled meanwhile.
     func holds(_ connection: PooledConnection) -> Bool { waits { connection.abandon() } }
 
     /// The thread is done with what it waited on; false when the call was cancelled first (its
     /// abort may be running, so the connection must not be handed on).
+    @discardableResult
     func release() -> Bool {
         state.withLock { state in
             state.abort = nil

@@ -358,10 +358,7 @@ final class PostgresSession: SQLSession {
     func begin(_ statement: String) throws {
         do {
             try execute(sql: statement)
-        } catch let error as PSQLError
-            where [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown]
-            .contains(error.code)
-        {
+        } catch let error as PSQLError where Self.connectionLostCodes.contains(error.code) {
             throw StaleConnection()
         } catch let error as DatabaseUnavailable where error.reason == .connectionLost {
             throw StaleConnection()
@@ -476,10 +473,13 @@ final class PostgresSession: SQLSession {
         if let state = error.serverInfo?[.sqlState] {
             return ["55P03", "57014", "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006"].contains(state)
         }
-        return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(
-            error.code
-        )
+        return connectionLostCodes.contains(error.code)
     }
+
+    /// postgres-nio's codes for a connection that closed or failed underneath, no server answer.
+    static let connectionLostCodes: [PSQLError.Code] = [
+        .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown,
+    ]
 
     /// The connection is gone or going: the server ended the session (57P0x), or it failed
     /// underneath (08xxx, closed, reset).
@@ -487,9 +487,7 @@ final class PostgresSession: SQLSession {
         if let state = error.serverInfo?[.sqlState] {
             return state.hasPrefix("08") || state.hasPrefix("57P")
         }
-        return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(
-            error.code
-        )
+        return connectionLostCodes.contains(error.code)
     }
 
     static func isSerializationFailure(_ error: any Error) -> Bool {
