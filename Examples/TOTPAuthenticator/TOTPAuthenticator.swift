@@ -20,39 +20,46 @@ public struct TOTP: Decodable, Sendable, CustomAuthenticatorDevice, CustomAuthen
         period = try config.decode(Int.self, forKey: .period, default: 30, in: 10...120)
     }
     private enum Keys: String, CodingKey { case digits, period }
-    /// The RFC 6238 (HMAC-SHA1) code for `time`, with RFC 4226's dynamic truncation.
-    public func code(secret: Data, time: Date) -> String {
-        let step = withUnsafeBytes(of: (UInt64(time.timeIntervalSince1970) / UInt64(period)).bigEndian) { Data($0) }
-        let mac = Array(HMAC<Insecure.SHA1>.authenticationCode(for: step, using: SymmetricKey(data: secret)))
-        let value = mac[Int(mac[19] & 0x0f)...].prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7fff_ffff
-        let code = String(value % [1_000_000, 10_000_000, 100_000_000][digits - 6])
-        return String(repeating: "0", count: digits - code.count) + code
+    /// What both halves keep: the secret and the settings at registration, so a later change applies to new ones only.
+    public struct Key: Codable, Sendable, Equatable {
+        public var secret: Data, digits: Int, period: Int, lastStep = 0  // the last step accepted (the service's)
+        public init(secret: Data, digits: Int, period: Int) {
+            (self.secret, self.digits, self.period) = (secret, digits, period)
+        }
+        /// The RFC 6238 (HMAC-SHA1) code for `time`, with RFC 4226's dynamic truncation.
+        public func code(at time: Date) -> String {
+            let step = withUnsafeBytes(of: (UInt64(time.timeIntervalSince1970) / UInt64(period)).bigEndian) { Data($0) }
+            let mac = Array(HMAC<Insecure.SHA1>.authenticationCode(for: step, using: SymmetricKey(data: secret)))
+            let value = mac[Int(mac[19] & 0x0f)...].prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7fff_ffff
+            let code = String(value % [1_000_000, 10_000_000, 100_000_000][digits - 6])
+            return String(repeating: "0", count: digits - code.count) + code
+        }
     }
     public func registrationPayload(_ request: CustomDeviceRequest) async throws -> String? {
         let secret = Data((0..<20).map { _ in UInt8.random(in: 0...255) })  // the system's CSPRNG
-        try await request.storage.setValue(secret, forKey: "totp.secret")
+        let key = Key(secret: secret, digits: digits, period: period)
+        try await request.storage.setValue(JSONEncoder().encode(key), forKey: "totp.key")
         return secret.base64EncodedString()
     }
     public func authenticationPayload(_ request: CustomDeviceRequest) async throws -> String? {
-        try await request.storage.value(forKey: "totp.secret").map { code(secret: $0, time: request.now) }
+        let stored = try await request.storage.value(forKey: "totp.key")  // unreadable: no code, a wrong answer
+        return stored.flatMap { try? JSONDecoder().decode(Key.self, from: $0) }?.code(at: request.now)
     }
-    public func register(_ request: CustomServiceRequest) async throws -> CustomAuthenticatorResult {
+    public func register(_ request: CustomServiceRequest<Key>) async throws -> CustomAuthenticatorResult<Key> {
         guard let secret = request.payload.flatMap({ Data(base64Encoded: $0) }), secret.count >= 16 else {
             return .failure(payload: "the secret is missing or too short")
         }
-        return .success(registrationData: "\(secret.base64EncodedString()) 0")
+        return .success(registrationData: Key(secret: secret, digits: digits, period: period))
     }
     /// Accepts the previous, current or next step's code, each step at most once.
-    public func authenticate(_ request: CustomServiceRequest) async throws -> CustomAuthenticatorResult {
-        let stored = (request.registrationData ?? "").split(separator: " ").map(String.init)
-        guard stored.count == 2, let secret = Data(base64Encoded: stored[0]), let used = Int(stored[1]) else {
-            return .notRegistered()
-        }
-        let now = Int(request.now.timeIntervalSince1970) / period
-        for step in stride(from: max(now - 1, used + 1), through: now + 1, by: 1) {
-            let expected = code(secret: secret, time: Date(timeIntervalSince1970: Double(step * period)))
+    public func authenticate(_ request: CustomServiceRequest<Key>) async throws -> CustomAuthenticatorResult<Key> {
+        guard var key = request.registrationData else { return .notRegistered() }
+        let now = Int(request.now.timeIntervalSince1970) / key.period
+        for step in stride(from: max(now - 1, key.lastStep + 1), through: now + 1, by: 1) {
+            let expected = key.code(at: Date(timeIntervalSince1970: Double(step * key.period)))
             if ConstantTime.equals(expected, request.payload ?? "") {
-                return .success(registrationData: "\(stored[0]) \(step)")
+                key.lastStep = step
+                return .success(registrationData: key)
             }
         }
         return .retry(payload: "wrong or already used code")

@@ -51,7 +51,12 @@ public struct BiometricAuthenticator: Authenticator {
 
     public func authenticate(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
         let answer = await context.responder.biometric(
-            BiometricChallenge(profile: context.profile, authenticator: descriptor, error: context.previousError)
+            BiometricChallenge(
+                profile: context.profile,
+                authenticator: descriptor,
+                error: context.previousError,
+                failureCounts: context.failureCounts
+            )
         )
         let prompt: String
         switch answer {

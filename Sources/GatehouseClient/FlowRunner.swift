@@ -105,7 +105,9 @@ struct FlowRunner: Sendable {
                     throw error
                 }
                 guard let next = refusal.flowStage else { throw error }
-                if refusal.gatehouseCode == GenericError.Code.actionAlreadyInProgress.rawValue {
+                if refusal.gatehouseCodePlugin == nil,
+                    refusal.gatehouseCode == GenericError.Code.actionAlreadyInProgress.rawValue
+                {
                     // Every attempt left is held by other requests: wait a little, a few times.
                     busyRetries += 1
                     guard busyRetries <= Self.busyRetryLimit else { throw error }

@@ -9,31 +9,48 @@ enum WireErrors {
         case flows, mobileAuthEnrollment, mobileAuthRequest
     }
 
+    /// Every domain a server's error can name, in the order an unnamed number resolves.
+    static let knownDomains: [any ErrorDomain.Type] = [
+        GenericDomain.self, PinValidationDomain.self, AuthenticationDomain.self, RegistrationDomain.self,
+        DeregistrationDomain.self, MobileAuthRequestDomain.self, MobileAuthEnrollmentDomain.self,
+        AppToWebSingleSignOnDomain.self,
+    ]
+
     static func domainError(_ body: ErrorBody, status: Int, context: Context = .flows) -> any DomainError {
         let details = ErrorDetails(remainingFailureCount: body.remainingFailureCount, customInfo: body.customInfo)
         let message = body.errorDescription
-        // Numbers shared by several domains (9010) resolve in this order, the flows' own first.
         if let code = body.gatehouseCode {
-            func match<Domain: ErrorDomain>(_: Domain.Type) -> (any DomainError)? {
-                Domain.knownCodes.first { $0.rawValue == code }.map {
+            func rebuild<Domain: ErrorDomain>(_: Domain.Type) -> (any DomainError)? {
+                if let plugin = body.gatehouseCodePlugin {
+                    // A plugin's own code: the app knows it only by its number, name and plugin.
+                    let pluginCode = GatehouseError<Domain>.Code(
+                        code,
+                        name: body.gatehouseCodeName ?? "code\(code)",
+                        defaultMessage: message,
+                        plugin: PluginTypeIdentifier(plugin)
+                    )
+                    return GatehouseError<Domain>(pluginCode, message: message, details: details)
+                }
+                return Domain.knownCodes.first { $0.rawValue == code }.map {
                     GatehouseError<Domain>($0, message: message, details: details)
                 }
             }
+            if let name = body.gatehouseDomain, let domain = knownDomains.first(where: { $0.name == name }),
+                let named = rebuild(domain)
+            {
+                return named
+            }
+            // Without a domain (older servers), numbers shared by several domains (9010) resolve
+            // in this order, the operation's own first.
             let own: (any DomainError)? =
                 switch context {
                 case .flows: nil
-                case .mobileAuthEnrollment: match(MobileAuthEnrollmentDomain.self)
-                case .mobileAuthRequest: match(MobileAuthRequestDomain.self)
+                case .mobileAuthEnrollment: rebuild(MobileAuthEnrollmentDomain.self)
+                case .mobileAuthRequest: rebuild(MobileAuthRequestDomain.self)
                 }
             if let own { return own }
-            if let known = match(GenericDomain.self) ?? match(PinValidationDomain.self) ?? match(
-                AuthenticationDomain.self
-            )
-                ?? match(RegistrationDomain.self) ?? match(DeregistrationDomain.self)
-                ?? match(MobileAuthRequestDomain.self) ?? match(MobileAuthEnrollmentDomain.self)
-                ?? match(AppToWebSingleSignOnDomain.self)
-            {
-                return known
+            for domain in knownDomains where body.gatehouseCodePlugin == nil {
+                if let known = rebuild(domain) { return known }
             }
         }
         switch body.error {

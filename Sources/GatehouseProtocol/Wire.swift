@@ -10,6 +10,12 @@ public struct ErrorBody: Codable, Sendable, Equatable {
     public var errorDescription: String
     /// The `DomainError` code behind the refusal, when there is one (e.g. 9009 invalid PIN).
     public var gatehouseCode: Int?
+    /// The code's domain and name (`Authentication`, `invalidPin`), so a client rebuilds the
+    /// error it stands for, a plugin's own codes included.
+    public var gatehouseDomain: String?
+    public var gatehouseCodeName: String?
+    /// The plugin type that defines the code; absent for Gatehouse's own codes.
+    public var gatehouseCodePlugin: String?
     public var remainingFailureCount: Int?
     public var maxFailureCount: Int?
     public var customInfo: CustomInfo?
@@ -21,6 +27,9 @@ public struct ErrorBody: Codable, Sendable, Equatable {
         error: String,
         errorDescription: String,
         gatehouseCode: Int? = nil,
+        gatehouseDomain: String? = nil,
+        gatehouseCodeName: String? = nil,
+        gatehouseCodePlugin: String? = nil,
         remainingFailureCount: Int? = nil,
         maxFailureCount: Int? = nil,
         customInfo: CustomInfo? = nil,
@@ -29,6 +38,9 @@ public struct ErrorBody: Codable, Sendable, Equatable {
         self.error = error
         self.errorDescription = errorDescription
         self.gatehouseCode = gatehouseCode
+        self.gatehouseDomain = gatehouseDomain
+        self.gatehouseCodeName = gatehouseCodeName
+        self.gatehouseCodePlugin = gatehouseCodePlugin
         self.remainingFailureCount = remainingFailureCount
         self.maxFailureCount = maxFailureCount
         self.customInfo = customInfo
@@ -39,6 +51,9 @@ public struct ErrorBody: Codable, Sendable, Equatable {
         case error
         case errorDescription = "error_description"
         case gatehouseCode = "gatehouse_code"
+        case gatehouseDomain = "gatehouse_domain"
+        case gatehouseCodeName = "gatehouse_code_name"
+        case gatehouseCodePlugin = "gatehouse_code_plugin"
         case remainingFailureCount = "remaining_failure_count"
         case maxFailureCount = "max_failure_count"
         case customInfo = "custom_info"

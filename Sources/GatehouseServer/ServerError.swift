@@ -55,8 +55,9 @@ struct ServerError: Error {
 
     /// The wire form of a plugin's or the kernel's error.
     init(_ error: any DomainError, failureCounts: FailureCounts? = nil, status overriding: Int? = nil) {
+        // A plugin's own code says nothing about HTTP, whatever its number: a refusal.
         let (status, name): (Int, String) =
-            switch (error.domainName, error.codeNumber) {
+            switch (error.codePlugin == nil ? error.domainName : "", error.codeNumber) {
             case (GenericDomain.name, GenericError.Code.requestInvalid.rawValue): (400, "invalid_request")
             case (GenericDomain.name, GenericError.Code.configurationInvalid.rawValue): (500, "server_error")
             case (GenericDomain.name, GenericError.Code.actionAlreadyInProgress.rawValue):
@@ -76,6 +77,9 @@ struct ServerError: Error {
             error: name,
             errorDescription: error.message,
             gatehouseCode: error.codeNumber,
+            gatehouseDomain: error.domainName,
+            gatehouseCodeName: error.codeName,
+            gatehouseCodePlugin: error.codePlugin?.rawValue,
             remainingFailureCount: failureCounts?.remaining,
             maxFailureCount: failureCounts.map(\.maximum),
             customInfo: error.details.customInfo

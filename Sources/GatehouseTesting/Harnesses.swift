@@ -58,6 +58,23 @@ public actor AuthenticatorHarness {
         self.clock = clock
     }
 
+    /// A harness for `loaded` that starts where `previous` left off: the same device storage,
+    /// registration, profile and counter, as after the operator changed the plugin's
+    /// configuration and restarted — to test that existing registrations keep working.
+    public init(_ loaded: LoadedPlugins.LoadedAuthenticator, continuing previous: AuthenticatorHarness) async throws {
+        guard let authenticator = loaded.authenticator, let verifier = loaded.verifier else {
+            throw GenericError(.configurationInvalid, message: "Load both halves of the authenticator to test it.")
+        }
+        self.authenticator = authenticator
+        self.verifier = verifier
+        self.profile = previous.profile
+        self.storage = previous.storage
+        self.maximumFailures = previous.maximumFailures
+        self.clock = previous.clock
+        self.registration = await previous.registration
+        self.failureCount = await previous.failureCount
+    }
+
     /// A harness for a plugin loaded with ``PluginHarness/authenticator(_:config:environment:)``.
     public init(
         _ loaded: LoadedPlugins.LoadedAuthenticator,
@@ -234,74 +251,5 @@ public actor AuthenticatorHarness {
             }
         }
         return nil
-    }
-}
-
-/// Runs an identity provider's client half against its server half in memory.
-public actor IdentityProviderHarness {
-    public nonisolated let identityProvider: any IdentityProvider
-    public nonisolated let host: any IdentityProviderHost
-    public nonisolated let clock: any WallClock
-    /// The user the server half vouched for, after a successful registration.
-    public private(set) var identity: RegisteredIdentity?
-    /// Users whose sessions the provider asked to revoke (a replayed credential).
-    public private(set) var revokedSubjects: [String] = []
-    /// The grants (single-use credentials) whose sessions the provider asked to revoke.
-    public private(set) var revokedGrants: [String] = []
-    /// Every message the client half sent, in order.
-    public private(set) var sentMessages: [Data] = []
-
-    private var session: Data?
-
-    public init(
-        identityProvider: any IdentityProvider,
-        host: any IdentityProviderHost,
-        clock: any WallClock = ManualClock()
-    ) {
-        self.identityProvider = identityProvider
-        self.host = host
-        self.clock = clock
-    }
-
-    /// A harness for a plugin loaded with ``PluginHarness/identityProvider(_:config:environment:)``.
-    public init(_ loaded: LoadedPlugins.LoadedIdentityProvider) throws {
-        guard let identityProvider = loaded.identityProvider, let host = loaded.host else {
-            throw GenericError(.configurationInvalid, message: "Load both halves of the identity provider to test it.")
-        }
-        self.init(identityProvider: identityProvider, host: host)
-    }
-
-    /// Runs a registration, answering challenges with `responder`.
-    public func register(responder: any ChallengeResponder, scopes: [String] = []) async throws -> RegistrationResult {
-        session = nil
-        identity = nil
-        let server = ServerConversation { message in try await self.deliver(message, scopes: scopes) }
-        return try await identityProvider.register(
-            RegistrationContext(scopes: scopes, server: server, responder: responder)
-        )
-    }
-
-    private func deliver(_ message: Data, scopes: [String]) async throws -> ServerReply {
-        sentMessages.append(message)
-        let outcome = try await host.handle(
-            RegistrationStepRequest(message: message, session: session, scopes: scopes, now: clock.now)
-        )
-        switch outcome {
-        case .challenge(let payload, let newSession):
-            session = newSession
-            return .challenge(payload)
-        case .registered(let registered):
-            session = nil
-            identity = registered
-            return .completed(nil, info: registered.info)
-        case .failure(let error):
-            session = nil
-            throw error
-        case .replayed(let error, let subject, let grant):
-            session = nil
-            revokedSubjects.append(subject)
-            if let grant { revokedGrants.append(grant) }
-            throw error
-        }
     }
 }

@@ -73,8 +73,15 @@ struct BiometricAuthenticatorTests {
             #expect(code(error) == "biometricAuthenticatorFailure")
         }
         #expect(await subject.failureCount == 1)
-        _ = try await subject.authenticate(responder: ScriptedResponder([.biometric(.defaultPrompt)]))
+        let next = ScriptedResponder([.biometric(.defaultPrompt)])
+        _ = try await subject.authenticate(responder: next)
         #expect(await subject.failureCount == 0)
+        // The challenge after the counted failure says how many attempts are left.
+        guard case .biometric(let challenge) = await next.received.first else {
+            Issue.record("no biometric challenge")
+            return
+        }
+        #expect(challenge.remainingFailureCount == 4)
     }
 
     @Test(

@@ -107,4 +107,19 @@ struct ErrorTests {
         #expect(error.code != .invalidPin)
         #expect(error.message == "The voice was not recognised.")
     }
+
+    @Test("a plugin's code carries its plugin: another plugin's same number, or Gatehouse's, is another code")
+    func pluginCodeDomains() {
+        let voice = AuthenticationError.Code(19001, name: "notRecognised", defaultMessage: "No.", plugin: "acme.voice")
+        let face = AuthenticationError.Code(19001, name: "notRecognised", defaultMessage: "No.", plugin: "acme.face")
+        let pinLike = AuthenticationError.Code(9009, name: "invalidPin", defaultMessage: "No.", plugin: "acme.voice")
+        #expect(voice != face)
+        #expect(Set([voice, face]).count == 2)
+        #expect(pinLike != .invalidPin)
+        let error = AuthenticationError(voice)
+        #expect(error.plugin == "acme.voice")
+        #expect((error as any DomainError).codePlugin == "acme.voice")
+        #expect(voice.description == "Authentication.notRecognised (19001, plugin acme.voice)")
+        #expect(AuthenticationError(.invalidPin).codePlugin == nil)
+    }
 }

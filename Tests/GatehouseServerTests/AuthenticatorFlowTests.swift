@@ -97,6 +97,12 @@ struct AuthenticatorFlowTests {
             #expect(info == CustomInfo(status: 2000, data: "status 2000"))
             #expect(await retry.received.last?.error?.details.customInfo?.status == 4000)
             #expect(try await failures(fixture) == 0)
+            // Each challenge says how many attempts are left: 5, then 4 after the counted retry.
+            let left = await retry.received.map { challenge -> Int? in
+                guard case .customAuthenticator(let custom) = challenge else { return -1 }
+                return custom.remainingFailureCount
+            }
+            #expect(left == [5, 4])
 
             // 4002: the server forgets it and the flow falls back to the PIN, whose challenge
             // carries the custom authenticator's info; this device forgets it too.

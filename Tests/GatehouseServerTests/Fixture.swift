@@ -125,13 +125,23 @@ final class StatusScript: Sendable {
 
     struct BackendDown: Error {}
 
-    func next() throws -> CustomAuthenticatorResult {
+    struct UnscriptableStatus: Error { let status: Int }
+
+    func next() throws -> CustomAuthenticatorResult<String> {
         let status = state.withLock { state -> Int in
             state.checked += 1
             return state.statuses.isEmpty ? 2000 : state.statuses.removeFirst()
         }
-        if status == Self.outage { throw BackendDown() }
-        return CustomAuthenticatorResult(status: status, responsePayload: "status \(status)")
+        let payload = "status \(status)"
+        switch status {
+        case Self.outage: throw BackendDown()
+        case 2000: return .success(payload: payload)
+        case 4000: return .retry(payload: payload)
+        case 4001: return .alreadyRegistered(payload: payload)
+        case 4002: return .notRegistered(payload: payload)
+        case 5000: return .failure(payload: payload)
+        default: throw UnscriptableStatus(status: status)
+        }
     }
 }
 

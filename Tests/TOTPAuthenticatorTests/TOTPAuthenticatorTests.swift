@@ -14,8 +14,42 @@ private let vectors: [(Double, String)] = [
 struct TOTPAuthenticatorTests {
     @Test("RFC 6238 known-answer vectors", arguments: vectors)
     func knownAnswers(time: Double, code: String) throws {
-        let totp = try ConfigurationDecoder().decode(TOTP.self, from: ["digits": 8])
-        #expect(totp.code(secret: Data("12345678901234567890".utf8), time: Date(timeIntervalSince1970: time)) == code)
+        let key = TOTP.Key(secret: Data("12345678901234567890".utf8), digits: 8, period: 30)
+        #expect(key.code(at: Date(timeIntervalSince1970: time)) == code)
+    }
+
+    @Test("a registration keeps its digits and period when the configuration changes")
+    func configurationChange() async throws {
+        let clock = ManualClock()
+        let environment = PluginEnvironment.testing(clock: clock)  // one clock for both halves
+        let before = try AuthenticatorHarness(
+            PluginHarness.authenticator(TOTPAuthenticatorPlugin.self, environment: environment),
+            clock: clock
+        )
+        _ = try await before.enroll(responder: ScriptedResponder([.customAuthenticatorRegistration(.data(nil))]))
+        let changed = try PluginHarness.authenticator(
+            TOTPAuthenticatorPlugin.self,
+            config: ["digits": 8, "period": 60],
+            environment: environment
+        )
+        let after = try await AuthenticatorHarness(changed, continuing: before)
+        for _ in 0..<3 {
+            clock.advance(by: 61)
+            _ = try await after.authenticate(responder: ScriptedResponder([.customAuthenticator(.data(nil))]))
+        }
+        #expect(await after.failureCount == 0)
+        // Codes made with the new settings are not this registration's.
+        let stored = try #require(await after.storage.value(forKey: "totp.key"))
+        var key = try JSONDecoder().decode(TOTP.Key.self, from: stored)
+        #expect(key.digits == 6 && key.period == 30)
+        key.digits = 8
+        key.period = 60
+        try await after.storage.setValue(JSONEncoder().encode(key), forKey: "totp.key")
+        clock.advance(by: 61)
+        await #expect(throws: AuthenticationError.self) {
+            try await after.authenticate(responder: ScriptedResponder([.customAuthenticator(.data(nil))]))
+        }
+        #expect(await after.failureCount == 1)
     }
 
     @Test("passes the authenticator conformance suite; a code is accepted once")

@@ -23,10 +23,16 @@ public protocol DomainError: Error, Sendable, CustomStringConvertible {
     var codeNumber: Int { get }
     /// The code's short name, e.g. `"userDeregistered"`.
     var codeName: String { get }
+    /// The plugin that defines the code, for a plugin's own code; `nil` for Gatehouse's codes.
+    var codePlugin: PluginTypeIdentifier? { get }
     /// A sentence a person can act on.
     var message: String { get }
     /// Typed extras, such as the allowed maximum of similar digits.
     var details: ErrorDetails { get }
+}
+
+extension DomainError {
+    public var codePlugin: PluginTypeIdentifier? { nil }
 }
 
 /// An error of one domain: an open code, a message a person can act on, typed details, the
@@ -36,9 +42,16 @@ public protocol DomainError: Error, Sendable, CustomStringConvertible {
 /// ```swift
 /// catch let error as GenericError where error.code == .userDeregistered { … }
 /// ```
-/// Codes are an open set: a plugin adds its own as static members of ``Code``.
+/// Codes are an open set: a plugin adds its own as static members of ``Code``, naming itself as
+/// their `plugin`, so that two plugins' codes never compare equal:
+/// ```swift
+/// extension AuthenticationError.Code {
+///     static let voiceNotRecognised = Self(19001, name: "voiceNotRecognised",
+///         defaultMessage: "The voice was not recognised.", plugin: "acme.voice")
+/// }
+/// ```
 public struct GatehouseError<Domain: ErrorDomain>: DomainError, CustomDebugStringConvertible {
-    /// An error code. Two codes are equal when their numbers are.
+    /// An error code. Two codes are equal when their numbers and their plugins are.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The stable number of this code.
         public let rawValue: Int
@@ -46,16 +59,27 @@ public struct GatehouseError<Domain: ErrorDomain>: DomainError, CustomDebugStrin
         public let name: String
         /// The message used when an error is raised without one of its own.
         public let defaultMessage: String
+        /// The plugin type that defines this code; `nil` for Gatehouse's own codes. It travels with
+        /// the code over HTTP, so an app catches a plugin's code as the plugin defined it.
+        public let plugin: PluginTypeIdentifier?
 
-        public init(_ rawValue: Int, name: String, defaultMessage: String) {
+        public init(_ rawValue: Int, name: String, defaultMessage: String, plugin: PluginTypeIdentifier? = nil) {
             self.rawValue = rawValue
             self.name = name
             self.defaultMessage = defaultMessage
+            self.plugin = plugin
         }
 
-        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue == rhs.rawValue }
-        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
-        public var description: String { "\(Domain.name).\(name) (\(rawValue))" }
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.rawValue == rhs.rawValue && lhs.plugin == rhs.plugin
+        }
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(rawValue)
+            hasher.combine(plugin)
+        }
+        public var description: String {
+            "\(Domain.name).\(name) (\(rawValue)\(plugin.map { ", plugin \($0)" } ?? ""))"
+        }
     }
 
     public var code: Code
@@ -76,13 +100,14 @@ public struct GatehouseError<Domain: ErrorDomain>: DomainError, CustomDebugStrin
         self.code = code
         self.message = message ?? code.defaultMessage
         self.details = details
-        self.plugin = plugin
+        self.plugin = plugin ?? code.plugin
         self.underlying = underlying
     }
 
     public var domainName: String { Domain.name }
     public var codeNumber: Int { code.rawValue }
     public var codeName: String { code.name }
+    public var codePlugin: PluginTypeIdentifier? { code.plugin }
     public var description: String { message }
 
     public var debugDescription: String {

@@ -66,11 +66,20 @@ public struct BiometricChallenge: Sendable {
     public var profile: UserProfile
     public var authenticator: AuthenticatorDescriptor
     public var error: (any DomainError)?
+    /// Failures left before the profile is deregistered (shared with the PIN and every other
+    /// authenticator); `nil` when unlimited or unknown.
+    public var remainingFailureCount: Int?
 
-    public init(profile: UserProfile, authenticator: AuthenticatorDescriptor, error: (any DomainError)? = nil) {
+    public init(
+        profile: UserProfile,
+        authenticator: AuthenticatorDescriptor,
+        error: (any DomainError)? = nil,
+        failureCounts: FailureCounts? = nil
+    ) {
         self.profile = profile
         self.authenticator = authenticator
         self.error = error
+        self.remainingFailureCount = failureCounts?.remaining
     }
 }
 
@@ -94,19 +103,24 @@ public struct CustomAuthenticatorChallenge: Sendable {
     /// How to ask the user for the answer, as the plugin declares it: its label, whether it is a
     /// secret (never shown as typed, never logged), whether to ask twice.
     public var prompt: CustomAnswerPrompt
+    /// Failures left before the profile is deregistered (shared with the PIN and every other
+    /// authenticator); `nil` when unlimited or unknown.
+    public var remainingFailureCount: Int?
 
     public init(
         profile: UserProfile,
         authenticator: AuthenticatorDescriptor,
         challengeData: String? = nil,
         error: (any DomainError)? = nil,
-        prompt: CustomAnswerPrompt = CustomAnswerPrompt(label: "Answer")
+        prompt: CustomAnswerPrompt = CustomAnswerPrompt(label: "Answer"),
+        failureCounts: FailureCounts? = nil
     ) {
         self.profile = profile
         self.authenticator = authenticator
         self.challengeData = challengeData
         self.error = error
         self.prompt = prompt
+        self.remainingFailureCount = failureCounts?.remaining
     }
 }
 

@@ -5,44 +5,46 @@ public import Foundation
 // ``CustomAuthenticatorPlugin`` (or the closure adapters) turns them into a full Gatehouse
 // authenticator: messages, PIN fallback, attempt counting and `CustomInfo` are the framework's.
 
-/// What a custom authenticator's service half answers: the seed server's status, a payload for
-/// the app (`CustomInfo.data`) and the registration data to keep.
-public struct CustomAuthenticatorResult: Sendable, Equatable {
-    public var status: Int
-    /// Reaches the app as `CustomInfo.data`, on success and on failure.
-    public var responsePayload: String?
-    /// Kept by the server for later authentications; `nil` keeps what is stored.
-    public var registrationData: String?
-
-    public init(status: Int, responsePayload: String? = nil, registrationData: String? = nil) {
-        self.status = status
-        self.responsePayload = responsePayload
-        self.registrationData = registrationData
-    }
-
-    /// 2000: registered, or authenticated.
-    public static func success(payload: String? = nil, registrationData: String? = nil) -> Self {
-        Self(status: CustomAuthenticatorStatus.success, responsePayload: payload, registrationData: registrationData)
-    }
+/// What a custom authenticator's service half decided: one case for each of the seed server's
+/// statuses, each with the payload that reaches the app (as `CustomInfo.data`, on success and on
+/// failure) and, on success, the registration data to keep — of the service's own type.
+public enum CustomAuthenticatorResult<RegistrationData: Codable & Sendable>: Sendable {
+    /// 2000: registered, or authenticated. `registrationData` is kept for the next authentication;
+    /// `nil` keeps what is stored.
+    case success(payload: String? = nil, registrationData: RegistrationData? = nil)
     /// 4000: a wrong answer; counted, and the user may try again.
-    public static func retry(payload: String? = nil) -> Self {
-        Self(status: CustomAuthenticatorStatus.retry, responsePayload: payload)
-    }
+    case retry(payload: String? = nil)
     /// 4001: the user already has this authenticator.
-    public static func alreadyRegistered(payload: String? = nil) -> Self {
-        Self(status: CustomAuthenticatorStatus.alreadyRegistered, responsePayload: payload)
-    }
-    /// 4002: the service does not know the user's registration; it is removed.
-    public static func notRegistered(payload: String? = nil) -> Self {
-        Self(status: CustomAuthenticatorStatus.notRegistered, responsePayload: payload)
-    }
+    case alreadyRegistered(payload: String? = nil)
+    /// 4002: the service does not know the user's registration; it is removed, not counted.
+    case notRegistered(payload: String? = nil)
     /// 5000: failed for good; counted, the registration is removed and the PIN takes over.
-    public static func failure(payload: String? = nil) -> Self {
-        Self(status: CustomAuthenticatorStatus.failure, responsePayload: payload)
+    case failure(payload: String? = nil)
+
+    /// The seed server's status for this result, as the app sees it in `CustomInfo.status`.
+    public var status: Int {
+        switch self {
+        case .success: CustomAuthenticatorStatus.success
+        case .retry: CustomAuthenticatorStatus.retry
+        case .alreadyRegistered: CustomAuthenticatorStatus.alreadyRegistered
+        case .notRegistered: CustomAuthenticatorStatus.notRegistered
+        case .failure: CustomAuthenticatorStatus.failure
+        }
+    }
+
+    /// What reaches the app as `CustomInfo.data`.
+    public var payload: String? {
+        switch self {
+        case .success(let payload, _), .retry(let payload), .alreadyRegistered(let payload),
+            .notRegistered(let payload), .failure(let payload):
+            payload
+        }
     }
 }
 
-/// The seed server's custom-authenticator status codes.
+extension CustomAuthenticatorResult: Equatable where RegistrationData: Equatable {}
+
+/// The seed server's custom-authenticator status codes, as apps see them in `CustomInfo.status`.
 public enum CustomAuthenticatorStatus {
     public static let success = 2000
     public static let retry = 4000
@@ -117,15 +119,15 @@ public struct CustomAnswerPrompt: Sendable, Hashable {
     }
 }
 
-/// What the service half is given.
-public struct CustomServiceRequest: Sendable {
+/// What the service half is given; `RegistrationData` is the service's own type for what it keeps.
+public struct CustomServiceRequest<RegistrationData: Codable & Sendable>: Sendable {
     /// The server's identifier of the user.
     public var subject: String
     public var profile: UserProfile
     /// What the device half sent (`nil` when asking for challenge data).
     public var payload: String?
     /// What the last successful registration or authentication left to keep.
-    public var registrationData: String?
+    public var registrationData: RegistrationData?
     /// Authentication: what ``CustomAuthenticatorService/challengeData(_:)`` sent for this very
     /// attempt, so an answer can be bound to it (a nonce, a question).
     public var challengeData: String?
@@ -135,7 +137,7 @@ public struct CustomServiceRequest: Sendable {
         subject: String,
         profile: UserProfile,
         payload: String?,
-        registrationData: String?,
+        registrationData: RegistrationData?,
         challengeData: String? = nil,
         now: Date
     ) {
@@ -149,17 +151,29 @@ public struct CustomServiceRequest: Sendable {
 }
 
 /// The service half of a custom authenticator, on the token server.
+///
+/// What it keeps per registration is a type of its own (`RegistrationData`, `String` unless it
+/// says otherwise), stored as JSON. Keep in it whatever later answers depend on — a secret, the
+/// last step accepted, and the settings the registration was made with (TOTP keeps its `digits`
+/// and `period`) — so that changing the plugin's configuration applies to new registrations and
+/// never turns a registered user's right answers into counted wrong ones.
 public protocol CustomAuthenticatorService: Sendable {
+    associatedtype RegistrationData: Codable & Sendable = String
+
     /// Checks a registration payload; `.success(registrationData:)` keeps data for later.
-    func register(_ request: CustomServiceRequest) async throws -> CustomAuthenticatorResult
+    func register(
+        _ request: CustomServiceRequest<RegistrationData>
+    ) async throws -> CustomAuthenticatorResult<RegistrationData>
     /// Data the device half needs to answer (a nonce, a question). Default: none.
-    func challengeData(_ request: CustomServiceRequest) async throws -> String?
+    func challengeData(_ request: CustomServiceRequest<RegistrationData>) async throws -> String?
     /// Checks an authentication payload against the registration data.
-    func authenticate(_ request: CustomServiceRequest) async throws -> CustomAuthenticatorResult
+    func authenticate(
+        _ request: CustomServiceRequest<RegistrationData>
+    ) async throws -> CustomAuthenticatorResult<RegistrationData>
 }
 
 extension CustomAuthenticatorService {
-    public func challengeData(_ request: CustomServiceRequest) async throws -> String? { nil }
+    public func challengeData(_ request: CustomServiceRequest<RegistrationData>) async throws -> String? { nil }
 }
 
 /// An authenticator plugin made of a ``CustomAuthenticatorDevice`` and a
@@ -221,29 +235,28 @@ public struct ClosureCustomAuthenticatorDevice: CustomAuthenticatorDevice {
     }
 }
 
-/// A service half from closures, for the smallest cases.
+/// A service half from closures, for the smallest cases; it keeps its registration data as a string.
 public struct ClosureCustomAuthenticatorService: CustomAuthenticatorService {
-    private let register: @Sendable (CustomServiceRequest) async throws -> CustomAuthenticatorResult
-    private let challenge: @Sendable (CustomServiceRequest) async throws -> String?
-    private let authenticate: @Sendable (CustomServiceRequest) async throws -> CustomAuthenticatorResult
+    public typealias Request = CustomServiceRequest<String>
+    public typealias Decision = CustomAuthenticatorResult<String>
+
+    private let register: @Sendable (Request) async throws -> Decision
+    private let challenge: @Sendable (Request) async throws -> String?
+    private let authenticate: @Sendable (Request) async throws -> Decision
 
     public init(
-        register: @escaping @Sendable (CustomServiceRequest) async throws -> CustomAuthenticatorResult,
-        challengeData: @escaping @Sendable (CustomServiceRequest) async throws -> String? = { _ in nil },
-        authenticate: @escaping @Sendable (CustomServiceRequest) async throws -> CustomAuthenticatorResult
+        register: @escaping @Sendable (Request) async throws -> Decision,
+        challengeData: @escaping @Sendable (Request) async throws -> String? = { _ in nil },
+        authenticate: @escaping @Sendable (Request) async throws -> Decision
     ) {
         self.register = register
         self.challenge = challengeData
         self.authenticate = authenticate
     }
 
-    public func register(_ request: CustomServiceRequest) async throws -> CustomAuthenticatorResult {
-        try await register(request)
-    }
-    public func challengeData(_ request: CustomServiceRequest) async throws -> String? { try await challenge(request) }
-    public func authenticate(_ request: CustomServiceRequest) async throws -> CustomAuthenticatorResult {
-        try await authenticate(request)
-    }
+    public func register(_ request: Request) async throws -> Decision { try await register(request) }
+    public func challengeData(_ request: Request) async throws -> String? { try await challenge(request) }
+    public func authenticate(_ request: Request) async throws -> Decision { try await authenticate(request) }
 }
 
 extension PluginRegistry {

@@ -20,8 +20,10 @@ private struct CustomSession: Codable {
     var challengeData: String?
 }
 
-private struct CustomRegistrationData: Codable {
-    var data: String?
+/// What the server keeps for a registration: the service's own data, as JSON (a `String`
+/// service's is stored as `{"data": "…"}`).
+private struct StoredRegistration<RegistrationData: Codable>: Codable {
+    var data: RegistrationData?
 }
 
 private enum CustomCoding {
@@ -75,7 +77,8 @@ public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Auth
                 authenticator: descriptor,
                 challengeData: challenge.challengeData,
                 error: context.previousError,
-                prompt: device.answerPrompt
+                prompt: device.answerPrompt,
+                failureCounts: context.failureCounts
             )
         )
         let appData: String?
@@ -117,16 +120,15 @@ public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Auth
     }
 }
 
-/// The server half of a custom authenticator: runs the service half and maps its statuses.
+/// The server half of a custom authenticator: runs the service half and maps its results.
 ///
-/// | status | enrolment | authentication |
+/// | result (status) | enrolment | authentication |
 /// | --- | --- | --- |
-/// | 2000 | registered, data kept | authenticated, data kept if new |
-/// | 4000 | refused | refused, counted, may retry |
-/// | 4001 | refused: already registered | refused |
-/// | 4002 | refused | refused, registration removed, PIN takes over |
-/// | 5000 | refused | refused, counted, registration removed, PIN takes over |
-/// | other | refused: the service is misconfigured | refused, counted |
+/// | `.success` (2000) | registered, data kept | authenticated, data kept if new |
+/// | `.retry` (4000) | refused | refused, counted, may retry |
+/// | `.alreadyRegistered` (4001) | refused: already registered | refused, counted |
+/// | `.notRegistered` (4002) | refused | refused, registration removed, PIN takes over |
+/// | `.failure` (5000) | refused | refused, counted, registration removed, PIN takes over |
 /// | the service throws | refused, temporarily (9035) | refused, temporarily (9035), not counted |
 ///
 /// A service that throws could not check the answer (its backing service is down): that is a
@@ -144,30 +146,32 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
         guard let message = CustomCoding.decode(CustomMessage.self, request.message), message.op == .register else {
             throw invalid("expected a registration")
         }
-        let result: CustomAuthenticatorResult
+        let result: CustomAuthenticatorResult<Service.RegistrationData>
         do {
             result = try await service.register(serviceRequest(request, payload: message.payload))
         } catch {
             return temporaryFailure()
         }
-        let info = CustomInfo(status: result.status, data: result.responsePayload)
-        switch result.status {
-        case CustomAuthenticatorStatus.success:
+        let info = CustomInfo(status: result.status, data: result.payload)
+        switch result {
+        case .success(_, let registrationData):
             return .success(
                 AuthenticationSuccess(
-                    registration: try CustomCoding.encode(CustomRegistrationData(data: result.registrationData)),
+                    registration: try CustomCoding.encode(StoredRegistration(data: registrationData)),
                     info: info
                 )
             )
-        case CustomAuthenticatorStatus.alreadyRegistered:
+        case .alreadyRegistered:
             return refusal(.authenticatorAlreadyRegistered, info, counts: false)
-        default:
+        case .retry, .notRegistered, .failure:
             return refusal(.customAuthenticatorFailure, info, counts: false)
         }
     }
 
     public func verify(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
-        guard let stored = CustomCoding.decode(CustomRegistrationData.self, request.registration) else {
+        // Data the service can no longer read (its type changed incompatibly) is no registration.
+        guard let stored = CustomCoding.decode(StoredRegistration<Service.RegistrationData>.self, request.registration)
+        else {
             return .failure(
                 AuthenticationFailure(
                     AuthenticationError(.authenticatorNotRegistered, plugin: descriptor.type),
@@ -197,7 +201,7 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
             guard let session = CustomCoding.decode(CustomSession.self, request.session), session.begun else {
                 throw invalid("an answer before the challenge")
             }
-            let result: CustomAuthenticatorResult
+            let result: CustomAuthenticatorResult<Service.RegistrationData>
             do {
                 var checked = serviceRequest(request, payload: message.payload, stored: stored.data)
                 checked.challengeData = session.challengeData
@@ -206,21 +210,19 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
                 // Not checked is not wrong: nothing is counted, and the user tries again later.
                 return temporaryFailure()
             }
-            let info = CustomInfo(status: result.status, data: result.responsePayload)
-            switch result.status {
-            case CustomAuthenticatorStatus.success:
-                let renewed = try result.registrationData.map {
-                    try CustomCoding.encode(CustomRegistrationData(data: $0))
-                }
+            let info = CustomInfo(status: result.status, data: result.payload)
+            switch result {
+            case .success(_, let registrationData):
+                let renewed = try registrationData.map { try CustomCoding.encode(StoredRegistration(data: $0)) }
                 return .success(AuthenticationSuccess(registration: renewed, info: info))
-            case CustomAuthenticatorStatus.retry:
+            case .retry:
                 return refusal(.customAuthenticatorFailure, info, counts: true)
-            case CustomAuthenticatorStatus.notRegistered:
+            case .notRegistered:
                 return refusal(.authenticatorDeregistered, info, counts: false, removes: true)
-            case CustomAuthenticatorStatus.failure:
+            case .failure:
                 return refusal(.authenticatorDeregistered, info, counts: true, removes: true)
-            default:
-                // A status outside the contract (a misconfigured service) counts too: fail closed.
+            case .alreadyRegistered:
+                // Not an answer to an authentication (a confused service): counted, fail closed.
                 return refusal(.authenticatorInvalid, info, counts: true)
             }
         case .register:
@@ -231,9 +233,9 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
     private func serviceRequest(
         _ request: VerificationRequest,
         payload: String?,
-        stored: String? = nil
+        stored: Service.RegistrationData? = nil
     )
-        -> CustomServiceRequest
+        -> CustomServiceRequest<Service.RegistrationData>
     {
         CustomServiceRequest(
             subject: request.subject,
