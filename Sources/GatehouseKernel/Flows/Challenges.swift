@@ -126,7 +126,8 @@ public struct CustomAuthenticatorChallenge: Sendable {
 
 /// The answer to a ``CustomAuthenticatorChallenge``.
 public enum CustomAuthenticatorResponse: Sendable, Equatable {
-    /// Continue with this data (it reaches the authenticator's server half).
+    /// Continue with this data: the device half gets it as `CustomDeviceRequest.appData` and
+    /// decides what its payload to the server half is.
     case data(String?)
     case fallbackToPin
     case cancel
@@ -155,7 +156,8 @@ public struct CustomAuthenticatorRegistrationChallenge: Sendable {
 
 /// The answer to a ``CustomAuthenticatorRegistrationChallenge``.
 public enum CustomAuthenticatorRegistrationResponse: Sendable, Equatable {
-    /// Register with this data (it reaches the authenticator's device and server halves).
+    /// Register with this data: the device half gets it as `CustomDeviceRequest.appData` and
+    /// decides what its registration payload is.
     case data(String?)
     case cancel
 }
