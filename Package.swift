@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
         .library(name: "GatehouseLogin", targets: ["GatehouseLogin"]),
         .library(name: "TOTPAuthenticator", targets: ["TOTPAuthenticator"]),
+        .library(name: "InvitationIdentityProvider", targets: ["InvitationIdentityProvider"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
         .executable(name: "gatehouse-bench", targets: ["GatehouseBenchmark"]),
@@ -264,11 +265,20 @@ let package = Package(
             dependencies: ["GatehouseKernel", .product(name: "Crypto", package: "swift-crypto")],
             path: "Examples/TOTPAuthenticator"
         ),
+        // An integrator's identity provider in one file: single-use invitation codes from the manifest.
+        .target(
+            name: "InvitationIdentityProvider",
+            dependencies: ["GatehouseKernel", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Examples/InvitationIdentityProvider"
+        ),
 
-        // An integrator's executable: Gatehouse's commands with the TOTP example added in one line.
+        // An integrator's executable: Gatehouse's commands with the TOTP and invitation examples added.
         .executableTarget(
             name: "ThirdPartyAuthenticator",
-            dependencies: ["GatehouseCommands", "GatehouseKernel", "GatehousePlugins", "TOTPAuthenticator"],
+            dependencies: [
+                "GatehouseCommands", "GatehouseKernel", "GatehousePlugins", "TOTPAuthenticator",
+                "InvitationIdentityProvider",
+            ],
             path: "Examples/ThirdPartyAuthenticator"
         ),
 
@@ -332,6 +342,10 @@ let package = Package(
             dependencies: ["BrowserIdentityProvider", "GatehouseKernel", "GatehouseTesting"]
         ),
         .testTarget(
+            name: "CustomAPIIdentityProviderTests",
+            dependencies: ["CustomAPIIdentityProvider", "GatehouseKernel", "GatehouseTesting"]
+        ),
+        .testTarget(
             name: "GatehouseLoginTests",
             dependencies: [
                 "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseTesting",
@@ -352,6 +366,10 @@ let package = Package(
         .testTarget(
             name: "TOTPAuthenticatorTests",
             dependencies: ["TOTPAuthenticator", "GatehouseKernel", "GatehouseTesting"]
+        ),
+        .testTarget(
+            name: "InvitationIdentityProviderTests",
+            dependencies: ["InvitationIdentityProvider", "GatehouseKernel", "GatehouseTesting"]
         ),
         .testTarget(
             name: "PostalCodeValidatorTests",

@@ -64,11 +64,7 @@ public struct AuthenticatorConformance: Sendable {
     }
 
     /// What passed, what failed and what did not apply.
-    public struct Report: Sendable {
-        public var passed: [String] = []
-        public var failed: [String] = []
-        public var skipped: [String] = []
-    }
+    public typealias Report = ConformanceReport
 
     /// Runs every check; throws ``ConformanceFailure`` if any failed.
     @discardableResult
@@ -189,8 +185,17 @@ public struct AuthenticatorConformance: Sendable {
     }
 }
 
-/// The conformance checks that failed.
+/// What a conformance suite's checks found: each check by name, with the problem after a colon
+/// when it failed, or why it did not apply.
+public struct ConformanceReport: Sendable {
+    public var passed: [String] = []
+    public var failed: [String] = []
+    public var skipped: [String] = []
+}
+
+/// The conformance checks that failed, from ``AuthenticatorConformance`` or
+/// ``IdentityProviderConformance``.
 public struct ConformanceFailure: Error, CustomStringConvertible {
-    public var report: AuthenticatorConformance.Report
+    public var report: ConformanceReport
     public var description: String { "Conformance failed:\n- " + report.failed.joined(separator: "\n- ") }
 }

@@ -2,7 +2,7 @@ public import Foundation
 public import GatehouseKernel
 
 /// Runs an identity provider's client half against its server half in memory, through the same
-/// kernel ``FlowMachine`` and `StageOutcome.identityProvider` the token server runs, so a plugin
+/// kernel `FlowMachine` and `StageOutcome.identityProvider` the token server runs, so a plugin
 /// tested alone is refused, revoked and failed closed exactly as in production: a server half's
 /// thrown error that is no `DomainError` reaches the client as
 /// `RegistrationError.externalIdentityProviderFailure`, and a client half that returns before its
@@ -116,7 +116,8 @@ public actor IdentityProviderHarness {
             cancel()
             throw GenericError(
                 .requestInvalid,
-                message: "The \(identityProvider.descriptor.id) plugin ended its part before the server finished the stage."
+                message:
+                    "The \(identityProvider.descriptor.id) plugin ended its part before the server finished the stage."
             )
         }
         return result

@@ -304,3 +304,31 @@ struct BrowserIdentityProviderTests {
         )
     }
 }
+
+@Suite("Browser identity provider conformance")
+struct BrowserIdentityProviderConformanceTests {
+    @Test("passes the identity provider conformance suite: the login, then a code the login never issued")
+    func conformance() async throws {
+        let login = MemoryLogin()
+        let report = try await IdentityProviderConformance(
+            BrowserIdentityProviderPlugin.self,
+            config: ["authorizationURL": "https://login.example/login/authorize", "login": "login"],
+            services: ["login": login],
+            register: .responder {
+                Browser { url, back in
+                    guard let (code, state) = login.issue(for: url) else { return .cancel }
+                    return redirect(back, "code=\(code)&state=\(state)")
+                }
+            },
+            refused: .responder {
+                Browser { url, back in
+                    let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+                    let state = query.first { $0.name == "state" }?.value ?? ""
+                    return redirect(back, "code=forged&state=\(state)")
+                }
+            }
+        ).run()
+        // The state refuses a replay before the login sees its code: that path is `replay()`'s above.
+        #expect(report.skipped.count == 1 && report.skipped[0].hasPrefix("a replay it recognises"), "\(report)")
+    }
+}

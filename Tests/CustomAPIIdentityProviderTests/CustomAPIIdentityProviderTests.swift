@@ -26,6 +26,51 @@ private final class CodeAPI: CustomRegistrationAPI {
     }
 }
 
+/// A registration API as an integrator runs one, for the conformance suite: two steps send a code
+/// to the e-mail address and bind it to the registration (its state); one step takes a code sent
+/// out of band. Each code works once.
+private final class OneTimeCodes: CustomRegistrationAPI {
+    private let codes = Mutex<[String: String]>([:])
+
+    /// Sends `user` a code out of band (a one-step registration's letter).
+    func send(to user: String) -> String {
+        let code = String(UUID().uuidString.prefix(8))
+        codes.withLock { $0[code] = user }
+        return code
+    }
+
+    func initialize(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
+        guard let user = request.data, user.hasSuffix("@example.com") else {
+            return CustomRegistrationReply(status: 5001, data: "Not invited.")
+        }
+        let code = send(to: user)
+        return CustomRegistrationReply(status: 2000, data: "Code sent to \(user): \(code)", state: code)
+    }
+
+    func complete(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
+        // With two steps, only the code this registration sent.
+        guard let code = request.data, request.state.map({ $0 == code }) ?? true,
+            let user = codes.withLock({ $0.removeValue(forKey: code) })
+        else { return CustomRegistrationReply(status: 4001, data: "That code is not right.") }
+        return CustomRegistrationReply(status: 2000, data: "Welcome.", userID: user)
+    }
+}
+
+/// The app: gives the e-mail address, then the code the API sent (shown in the finish challenge).
+private struct Mailbox: ChallengeResponder {
+    func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse {
+        switch challenge.step {
+        case .initialize: .data("ann@example.com")
+        case .finish: .data(challenge.info?.data?.components(separatedBy: ": ").last)
+        }
+    }
+    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .cancel }
+    func pin(_ challenge: PinChallenge) -> PinResponse { .cancel }
+    func biometric(_ challenge: BiometricChallenge) -> BiometricResponse { .cancel }
+    func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) -> CustomAuthenticatorResponse { .cancel }
+    func browserRegistration(_ challenge: BrowserRegistrationChallenge) -> BrowserRegistrationResponse { .cancel }
+}
+
 private func harness(twoStep: Bool, api: CodeAPI, maxAttempts: Int = 3) throws -> IdentityProviderHarness {
     let environment = PluginEnvironment.testing().with(services: ["codes": api])
     return try IdentityProviderHarness(
@@ -47,20 +92,58 @@ extension PluginEnvironment {
 
 @Suite("Custom-API identity provider")
 struct CustomAPIIdentityProviderTests {
+    @Test("two steps pass the identity provider conformance suite: an e-mail address, then its code")
+    func twoStepConformance() async throws {
+        let api = OneTimeCodes()
+        let report = try await IdentityProviderConformance(
+            CustomAPIIdentityProviderPlugin.self,
+            config: ["twoStep": true, "handler": "codes"],
+            services: ["codes": api],
+            register: .responder { Mailbox() },
+            refused: .scripted { [.customRegistration(.data("mallory@example.org"))] }
+        ).run()
+        // The API's statuses have no "used before": a replayed code is only a wrong one.
+        #expect(report.skipped.count == 1 && report.skipped[0].hasPrefix("a replay it recognises"), "\(report)")
+    }
+
+    @Test("one step passes the identity provider conformance suite: a code sent out of band")
+    func oneStepConformance() async throws {
+        let api = OneTimeCodes()
+        let report = try await IdentityProviderConformance(
+            CustomAPIIdentityProviderPlugin.self,
+            config: ["handler": "codes"],
+            services: ["codes": api],
+            register: .scripted { [.customRegistration(.data(api.send(to: "ann@example.com")))] },
+            // A wrong code may be tried again, up to maxAttempts (3): the third ends the registration.
+            refused: .scripted { Array(repeating: .customRegistration(.data("wrong")), count: 3) }
+        ).run()
+        // One message carries the code alone, and a replayed code is only a wrong one.
+        #expect(report.skipped.count == 2, "\(report)")
+    }
+
     @Test("what the server half's factory refuses is a configuration problem too, reported alone")
     func factoryRefusals() {
         #expect(
-            PluginHarness.configurationProblem(CustomAPIIdentityProviderPlugin.self, config: [:])
+            PluginHarness.configurationProblem(
+                CustomAPIIdentityProviderPlugin.self,
+                config: [:],
+                environment: .testing()
+            )
                 == "config.handler: give exactly one of handler (an in-process API) or url (an HTTP API)"
         )
         #expect(
-            PluginHarness.configurationProblem(CustomAPIIdentityProviderPlugin.self, config: ["handler": "nobody"])
+            PluginHarness.configurationProblem(
+                CustomAPIIdentityProviderPlugin.self,
+                config: ["handler": "nobody"],
+                environment: .testing()
+            )
                 == #"config.handler: the host provides no custom registration API named "nobody""#
         )
         #expect(
             PluginHarness.configurationProblem(
                 CustomAPIIdentityProviderPlugin.self,
-                config: ["url": "https://api.example/register"]
+                config: ["url": "https://api.example/register"],
+                environment: .testing()
             ) == nil
         )
     }
@@ -170,7 +253,12 @@ struct CustomAPIIdentityProviderTests {
         ] as [([String: ConfigValue], String)]
     )
     func configuration(config: [String: ConfigValue], expected: String) {
-        #expect(PluginHarness.configurationProblem(CustomAPIIdentityProviderPlugin.self, config: config) == expected)
+        let problem = PluginHarness.configurationProblem(
+            CustomAPIIdentityProviderPlugin.self,
+            config: config,
+            environment: .testing()
+        )
+        #expect(problem == expected)
     }
 
     @Test("a handler the host does not provide is refused at load, naming the ones it does")

@@ -1,0 +1,1 @@
+../Examples/InvitationIdentityProvider/InvitationIdentityProvider.swift

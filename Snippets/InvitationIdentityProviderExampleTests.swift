@@ -1,0 +1,1 @@
+../Tests/InvitationIdentityProviderTests/InvitationIdentityProviderTests.swift
