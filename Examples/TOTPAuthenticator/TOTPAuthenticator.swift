@@ -26,7 +26,9 @@ public struct TOTP: Decodable, Sendable, CustomAuthenticatorDevice, CustomAuthen
         public init(secret: Data, digits: Int, period: Int) {
             (self.secret, self.digits, self.period) = (secret, digits, period)
         }
-        /// The RFC 6238 (HMAC-SHA1) code for `time`, with RFC 4226's dynamic truncation.
+        /// Whether a decoded key can make codes (stored data is checked, never trusted to be in range).
+        public var isUsable: Bool { secret.count >= 16 && (6...8).contains(digits) && (10...120).contains(period) }
+        /// The RFC 6238 (HMAC-SHA1) code for `time`, with RFC 4226's dynamic truncation. Needs `isUsable`.
         public func code(at time: Date) -> String {
             let step = withUnsafeBytes(of: (UInt64(time.timeIntervalSince1970) / UInt64(period)).bigEndian) { Data($0) }
             let mac = Array(HMAC<Insecure.SHA1>.authenticationCode(for: step, using: SymmetricKey(data: secret)))
@@ -37,23 +39,26 @@ public struct TOTP: Decodable, Sendable, CustomAuthenticatorDevice, CustomAuthen
     }
     public func registrationPayload(_ request: CustomDeviceRequest) async throws -> String? {
         let secret = Data((0..<20).map { _ in UInt8.random(in: 0...255) })  // the system's CSPRNG
-        let key = Key(secret: secret, digits: digits, period: period)
-        try await request.storage.setValue(JSONEncoder().encode(key), forKey: "totp.key")
-        return secret.base64EncodedString()
+        let key = try JSONEncoder().encode(Key(secret: secret, digits: digits, period: period))
+        try await request.storage.setValue(key, forKey: "totp.key")
+        return String(decoding: key, as: UTF8.self)  // the service checks the settings are its own
     }
     public func authenticationPayload(_ request: CustomDeviceRequest) async throws -> String? {
-        let stored = try await request.storage.value(forKey: "totp.key")  // unreadable: no code, a wrong answer
-        return stored.flatMap { try? JSONDecoder().decode(Key.self, from: $0) }?.code(at: request.now)
+        guard let stored = try await request.storage.value(forKey: "totp.key") else {
+            throw AuthenticationError(.authenticatorNotRegistered)  // nothing to answer with: no attempt spent
+        }
+        guard let key = try? JSONDecoder().decode(Key.self, from: stored), key.isUsable else { return nil }  // wrong
+        return key.code(at: request.now)
     }
     public func register(_ request: CustomServiceRequest<Key>) async throws -> CustomAuthenticatorResult<Key> {
-        guard let secret = request.payload.flatMap({ Data(base64Encoded: $0) }), secret.count >= 16 else {
-            return .failure(payload: "the secret is missing or too short")
-        }
-        return .success(registrationData: Key(secret: secret, digits: digits, period: period))
+        guard let key = try? JSONDecoder().decode(Key.self, from: Data((request.payload ?? "").utf8)), key.isUsable,
+            key.digits == digits, key.period == period
+        else { return .failure(payload: "the key is unusable, or not made with this server's digits and period") }
+        return .success(registrationData: Key(secret: key.secret, digits: digits, period: period))
     }
     /// Accepts the previous, current or next step's code, each step at most once.
     public func authenticate(_ request: CustomServiceRequest<Key>) async throws -> CustomAuthenticatorResult<Key> {
-        guard var key = request.registrationData else { return .notRegistered() }
+        guard var key = request.registrationData, key.isUsable else { return .notRegistered() }
         let now = Int(request.now.timeIntervalSince1970) / key.period
         for step in stride(from: max(now - 1, key.lastStep + 1), through: now + 1, by: 1) {
             let expected = key.code(at: Date(timeIntervalSince1970: Double(step * key.period)))

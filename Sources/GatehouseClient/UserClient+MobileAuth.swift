@@ -193,7 +193,8 @@ extension UserClient {
             MobileAuthEnrollmentError.Code.enrollmentNotAvailable.name,
             GenericError.Code.requestInvalid.name, GenericError.Code.configurationInvalid.name,
         ]
-        return final.contains(error.codeName)
+        // Gatehouse's own codes only: a plugin's code of the same name says nothing about the channel.
+        return error.codePlugin == nil && final.contains(error.codeName)
     }
 
     /// Keeps a payload the events channel brought, for the handling that follows (a bounded few).

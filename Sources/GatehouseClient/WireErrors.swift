@@ -13,7 +13,7 @@ enum WireErrors {
     static let knownDomains: [any ErrorDomain.Type] = [
         GenericDomain.self, PinValidationDomain.self, AuthenticationDomain.self, RegistrationDomain.self,
         DeregistrationDomain.self, MobileAuthRequestDomain.self, MobileAuthEnrollmentDomain.self,
-        AppToWebSingleSignOnDomain.self,
+        AppToWebSingleSignOnDomain.self, ChangePinDomain.self, ResourceDomain.self,
     ]
 
     static func domainError(_ body: ErrorBody, status: Int, context: Context = .flows) -> any DomainError {
@@ -35,10 +35,14 @@ enum WireErrors {
                     GatehouseError<Domain>($0, message: message, details: details)
                 }
             }
-            if let name = body.gatehouseDomain, let domain = knownDomains.first(where: { $0.name == name }),
-                let named = rebuild(domain)
-            {
-                return named
+            /// A code of `Domain` this SDK does not know (a newer server's): kept in its domain,
+            /// never read as another domain's code with the same number.
+            func unknown<Domain: ErrorDomain>(_: Domain.Type) -> any DomainError {
+                let name = body.gatehouseCodeName ?? "code\(code)"
+                return GatehouseError<Domain>(.init(code, name: name, defaultMessage: message), details: details)
+            }
+            if let name = body.gatehouseDomain, let domain = knownDomains.first(where: { $0.name == name }) {
+                return rebuild(domain) ?? unknown(domain)
             }
             // Without a domain (older servers), numbers shared by several domains (9010) resolve
             // in this order, the operation's own first.

@@ -8,9 +8,24 @@ struct ServerError: Error {
     var body: ErrorBody
     var headers: [String: String] = [:]
 
+    /// `code`: a number of the portal API's own (not a Gatehouse domain's).
     init(_ status: Int, _ error: String, _ description: String, code: Int? = nil) {
         self.status = status
         self.body = ErrorBody(error: error, errorDescription: description, gatehouseCode: code)
+    }
+
+    /// A refusal with a Gatehouse code, named with its domain so the SDK rebuilds exactly it.
+    init<Domain: ErrorDomain>(_ status: Int, _ error: String, _ description: String, code: GatehouseError<Domain>.Code?)
+    {
+        self.status = status
+        self.body = ErrorBody(
+            error: error,
+            errorDescription: description,
+            gatehouseCode: code?.rawValue,
+            gatehouseDomain: code.map { _ in Domain.name },
+            gatehouseCodeName: code?.name,
+            gatehouseCodePlugin: code?.plugin?.rawValue
+        )
     }
 
     static func invalidRequest(_ description: String) -> ServerError {
@@ -45,12 +60,15 @@ struct ServerError: Error {
         error.headers["WWW-Authenticate"] = Self.dpopChallenge(body.error)
         return error
     }
-    static func invalidGrant(_ description: String, code: Int? = nil) -> ServerError {
+    static func invalidGrant(_ description: String) -> ServerError {
+        ServerError(400, "invalid_grant", description)
+    }
+    static func invalidGrant<Domain>(_ description: String, code: GatehouseError<Domain>.Code) -> ServerError {
         ServerError(400, "invalid_grant", description, code: code)
     }
     static let userDeregistered = ServerError.invalidGrant(
         GenericError(.userDeregistered).message,
-        code: GenericError.Code.userDeregistered.rawValue
+        code: GenericError.Code.userDeregistered
     )
 
     /// The wire form of a plugin's or the kernel's error.

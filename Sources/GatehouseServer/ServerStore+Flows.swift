@@ -112,7 +112,7 @@ extension ServerStore {
                     404,
                     "not_found",
                     "The flow expired; start again.",
-                    code: registration ? RegistrationError.Code.customRegistrationExpired.rawValue : nil
+                    code: registration ? RegistrationError.Code.customRegistrationExpired : nil
                 )
             }
             var registration: Data?

@@ -217,7 +217,7 @@ extension ServerStore {
                 return .refused(
                     .invalidGrant(
                         "The registration expired; register again.",
-                        code: GenericError.Code.userDeregistered.rawValue
+                        code: GenericError.Code.userDeregistered
                     )
                 )
             }

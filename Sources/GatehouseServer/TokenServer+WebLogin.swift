@@ -34,7 +34,7 @@ extension TokenServer {
                     allowed.isEmpty
                         ? "App-to-web single sign-on is off for this application (server.clients[].webLoginTargets)."
                         : "The target is not among the application's web login targets.",
-                    code: AppToWebSingleSignOnError.Code.disabled.rawValue
+                    code: AppToWebSingleSignOnError.Code.disabled
                 )
             }
             return canonical

@@ -557,7 +557,7 @@ public final class TokenServer: Sendable {
                 400,
                 "invalid_client_metadata",
                 "The server knows no application \"\(body.appID.prefix(64))\"; check the app id in the app's configuration.",
-                code: GenericError.Code.configurationInvalid.rawValue
+                code: GenericError.Code.configurationInvalid
             )
         }
         let clientID = try await store.registerClient(appID: body.appID, proof: proof)

@@ -73,6 +73,8 @@ public actor AuthenticatorHarness {
         self.clock = previous.clock
         self.registration = await previous.registration
         self.failureCount = await previous.failureCount
+        self.countedAttempts = await previous.countedAttempts
+        self.isDeregistered = await previous.isDeregistered
     }
 
     /// A harness for a plugin loaded with ``PluginHarness/authenticator(_:config:environment:)``.
@@ -247,6 +249,11 @@ public actor AuthenticatorHarness {
                 }
                 return .challenge(challenge)
             case .refuse(let refusal):
+                // As the SDK hears a counted refusal over HTTP: with the attempts left.
+                if let counts = refusal.failureCounts, var error = refusal.error as? AuthenticationError {
+                    error.details.remainingFailureCount = counts.remaining
+                    throw error
+                }
                 throw refusal.error
             }
         }

@@ -65,10 +65,11 @@ public enum PluginHarness {
         return identityProvider
     }
 
-    /// The problem a host would report for `config`, after the entry's location; `nil` when the
-    /// configuration is accepted. Only decodes: the overloads for validators, authenticators and
-    /// identity providers also build the plugin, so what its factory refuses is reported too.
-    public static func configurationProblem<P: Plugin>(_ plugin: P.Type, config: [String: ConfigValue]) -> String? {
+    /// The problem decoding `config` into the plugin's configuration, after the entry's location;
+    /// `nil` when it decodes. Only decodes, for a plugin whose factory needs what a test cannot
+    /// give it: ``configurationProblem(_:config:environment:)`` (validators, authenticators,
+    /// identity providers) also builds the plugin, so what its factory refuses is reported too.
+    public static func decodingProblem<P: Plugin>(_ plugin: P.Type, config: [String: ConfigValue]) -> String? {
         do {
             _ = try ConfigurationDecoder().decode(P.Configuration.self, from: .object(config))
             return nil

@@ -203,7 +203,15 @@ struct BiometricAuthenticatorTests {
         ] as [([String: ConfigValue], String)]
     )
     func configuration(config: [String: ConfigValue], expected: String) {
-        #expect(PluginHarness.configurationProblem(BiometricAuthenticatorPlugin.self, config: config) == expected)
+        #expect(
+            PluginHarness.configurationProblem(BiometricAuthenticatorPlugin.self, config: config, environment: hosting)
+                == expected
+        )
+    }
+
+    /// A host that provides the sensor named `shared`.
+    private var hosting: PluginEnvironment {
+        PluginEnvironment(logger: RecordingLogger().logger, services: ["shared": SimulatedBiometricSensor()])
     }
 
     @Test("every documented option is accepted")
@@ -212,7 +220,10 @@ struct BiometricAuthenticatorTests {
             [:], ["sensor": "shared"],
             ["script": ["match", "noMatch", "lockout", "unavailable"], "latencyMilliseconds": 10_000],
         ] {
-            #expect(PluginHarness.configurationProblem(BiometricAuthenticatorPlugin.self, config: config) == nil)
+            #expect(
+                PluginHarness.configurationProblem(BiometricAuthenticatorPlugin.self, config: config, environment: hosting)
+                    == nil
+            )
         }
     }
 

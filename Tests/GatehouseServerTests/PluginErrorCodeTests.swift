@@ -35,6 +35,21 @@ struct PluginErrorCodeTests {
         #expect(other is RegistrationError)
     }
 
+    @Test("a code the SDK does not know stays in the domain the server named: a newer 9003 is no deregistration")
+    func unknownCodeOfNamedDomain() {
+        let body = ErrorBody(
+            error: "invalid_grant",
+            errorDescription: "Something newer.",
+            gatehouseCode: GenericError.Code.userDeregistered.rawValue,
+            gatehouseDomain: RegistrationDomain.name,
+            gatehouseCodeName: "somethingNewer"
+        )
+        let error = WireErrors.domainError(body, status: 400)
+        #expect(error is RegistrationError)
+        #expect(!(error is GenericError))
+        #expect(error.codeName == "somethingNewer")
+    }
+
     @Test("a number several domains use resolves to the domain the server named")
     func sharedNumbers() throws {
         let (_, mobile) = try roundTrip(MobileAuthRequestError(.userNotAuthenticated))

@@ -52,6 +52,28 @@ struct TOTPAuthenticatorTests {
         #expect(await after.failureCount == 1)
     }
 
+    @Test("a device whose settings are not the server's cannot register; a device with no key spends no attempt")
+    func settingsAgree() async throws {
+        let device = try PluginHarness.authenticator(TOTPAuthenticatorPlugin.self, config: ["period": 60])
+        let server = try PluginHarness.authenticator(TOTPAuthenticatorPlugin.self)
+        let mixed = AuthenticatorHarness(
+            authenticator: try #require(device.authenticator),
+            verifier: try #require(server.verifier)
+        )
+        await #expect(throws: AuthenticationError.self) {
+            try await mixed.enroll(responder: ScriptedResponder([.customAuthenticatorRegistration(.data(nil))]))
+        }
+        #expect(await mixed.registration == nil)
+
+        let harness = try AuthenticatorHarness(server)
+        _ = try await harness.enroll(responder: ScriptedResponder([.customAuthenticatorRegistration(.data(nil))]))
+        await harness.storage.removeValue(forKey: "totp.key")
+        await #expect(throws: AuthenticationError.self) {
+            try await harness.authenticate(responder: ScriptedResponder([.customAuthenticator(.data(nil))]))
+        }
+        #expect(await harness.countedAttempts == 0)
+    }
+
     @Test("passes the authenticator conformance suite; a code is accepted once")
     func conformance() async throws {
         try await AuthenticatorConformance(
