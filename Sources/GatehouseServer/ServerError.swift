@@ -72,7 +72,14 @@ struct ServerError: Error {
     )
 
     /// The wire form of a plugin's or the kernel's error.
-    init(_ error: any DomainError, failureCounts: FailureCounts? = nil, status overriding: Int? = nil) {
+    /// `temporary`: the plugin could not decide (its backing service failed), so an identity
+    /// provider's failure is 502, not a refusal.
+    init(
+        _ error: any DomainError,
+        failureCounts: FailureCounts? = nil,
+        status overriding: Int? = nil,
+        temporary: Bool = false
+    ) {
         // A plugin's own code says nothing about HTTP, whatever its number: a refusal.
         let (status, name): (Int, String) =
             switch (error.codePlugin == nil ? error.domainName : "", error.codeNumber) {
@@ -81,7 +88,8 @@ struct ServerError: Error {
             case (GenericDomain.name, GenericError.Code.actionAlreadyInProgress.rawValue):
                 (429, "temporarily_unavailable")
             case (RegistrationDomain.name, RegistrationError.Code.externalIdentityProviderFailure.rawValue):
-                (502, "temporarily_unavailable")
+                // The provider said no (a code its login refused) is a refusal; it failed is not.
+                temporary ? (502, "temporarily_unavailable") : (400, "invalid_grant")
             case (RegistrationDomain.name, RegistrationError.Code.invalidIdentityProvider.rawValue):
                 (400, "invalid_request")
             case (AuthenticationDomain.name, AuthenticationError.Code.authenticatorUnavailable.rawValue):

@@ -254,7 +254,11 @@ extension TokenServer {
         case .reply(let reply):
             return try json(flowResponse(reply, applied))
         case .refusal(let refusal):
-            var error = ServerError(refusal.error, failureCounts: refusal.failureCounts)
+            var error = ServerError(
+                refusal.error,
+                failureCounts: refusal.failureCounts,
+                temporary: refusal.isTemporary
+            )
             error.body.flowStage = refusal.stage
             logger.debug(
                 "Flow refused",

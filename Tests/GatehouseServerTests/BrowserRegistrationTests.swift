@@ -79,7 +79,8 @@ private func withLoginServer(
         )
     }
     guard mode == .http else {
-        return try await body(try client(embedded), login, embedded, try client(embedded, "second-device"))
+        let recording = RecordingTransport(embedded)
+        return try await body(try client(recording), login, recording, try client(embedded, "second-device"))
     }
     let application = HTTPTokenServer.application(server: embedded.server, port: port, logger: Logger(label: "test"))
     let group = ServiceGroup(configuration: .init(services: [application], logger: Logger(label: "test")))
@@ -88,7 +89,8 @@ private func withLoginServer(
     for _ in 0..<100 where (try? await http.send(WireRequest(method: "GET", path: "/health")).status) != 200 {
         try await Task.sleep(for: .milliseconds(20))
     }
-    do { try await body(try client(http), login, http, try client(http, "second-device")) } catch {
+    let recording = RecordingTransport(http)
+    do { try await body(try client(recording), login, recording, try client(http, "second-device")) } catch {
         await group.triggerGracefulShutdown()
         throw error
     }
@@ -162,6 +164,23 @@ struct BrowserRegistrationTests {
 }
 
 extension BrowserRegistrationTests {
+    @Test("a code the login never issued is refused (HTTP 400), not reported as an outage", arguments: Mode.allCases)
+    func unknownCode(mode: Mode) async throws {
+        try await withLoginServer(mode) { client, _, transport, _ in
+            await #expect(throws: RegistrationError.self) {
+                try await client.registerUser(
+                    identityProvider: "web",
+                    delegate: ReplayingDelegate(code: "never-issued")
+                )
+            }
+            let recording = try #require(transport as? RecordingTransport)
+            let answer = try lastFlowAnswer(recording)
+            #expect(answer == "400 invalid_grant")
+            let profiles = try await client.userProfiles()
+            #expect(profiles.isEmpty)
+        }
+    }
+
     @Test(
         "a code replayed while its first redeemer still chooses a PIN: that registration, finished after, gets no session",
         arguments: Mode.allCases

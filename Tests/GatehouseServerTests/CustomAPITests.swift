@@ -28,6 +28,7 @@ private func withRegistrationAPI(_ body: (URL, Received) async throws -> Void) a
         let step = json["step"] as? String ?? ""
         let data = json["data"] as? String
         received.calls.withLock { $0.append("\(step):\(data ?? "nil")") }
+        if data == "down" { return Response(status: .serviceUnavailable) }  // the API's backend is out
         let reply: [String: Any] =
             switch (step, data) {
             case ("init", let user?): ["status": 2000, "data": "code 7310", "state": user]
@@ -95,10 +96,11 @@ struct CustomAPITests {
                 manifest: manifest,
                 registry: registry
             )
+            let recording = RecordingTransport(server)
             let client = try UserClient(
                 configuration: ClientConfiguration(
                     dataDirectory: directory.appendingPathComponent("device"),
-                    transport: server,
+                    transport: recording,
                     appID: "test-app",
                     plugins: try registry.load(manifest, sides: .client)
                 )
@@ -122,6 +124,22 @@ struct CustomAPITests {
                 #expect(error.details.customInfo == CustomInfo(status: 5004, data: "account blocked"))
             }
             #expect(try await client.userProfiles().count == 1)
+            // A refusal is HTTP 400; an API that fails is a temporary failure (502), not a refusal.
+            #expect(try lastFlowAnswer(recording) == "400 invalid_grant")
+            let down = ScriptedResponder([.customRegistration(.data("down"))])
+            await #expect(throws: RegistrationError.self) {
+                try await client.registerUser(identityProvider: "partner", delegate: down)
+            }
+            #expect(try lastFlowAnswer(recording) == "502 temporarily_unavailable")
+            #expect(try await client.userProfiles().count == 1)
         }
     }
+}
+
+/// The status and OAuth error of the last flow message's answer, e.g. "400 invalid_grant".
+func lastFlowAnswer(_ recording: RecordingTransport) throws -> String? {
+    guard let (_, response) = recording.recorded.last(where: { $0.0.path.hasPrefix(Endpoint.flowPrefix) }) else {
+        return nil
+    }
+    return "\(response.status) \(try WireCoding.decode(ErrorBody.self, from: response.body).error)"
 }

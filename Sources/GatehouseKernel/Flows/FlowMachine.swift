@@ -179,7 +179,7 @@ public struct FlowMachine: Sendable {
             // but the revocation a replayed credential asks for.
             let revocation: [FlowAction] =
                 failure.revokesSubject.map { [.revokeUser(subject: $0, grant: failure.revokesGrant)] } ?? []
-            return revocation + [.endFlow, .refuse(FlowRefusal(failure.error))]
+            return revocation + [.endFlow, .refuse(FlowRefusal(failure.error, isTemporary: failure.isTemporary))]
         }
         var actions: [FlowAction] = []
         var counter = counter

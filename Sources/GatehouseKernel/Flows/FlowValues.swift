@@ -111,18 +111,23 @@ public enum StageOutcome: Sendable {
                 return .failed(failure)
             }
         } catch let error as any DomainError {
-            return .failed(StageFailure(error, countsAsAttempt: false))
+            // Thrown, not decided: a provider that throws that it failed had no answer to give.
+            var failure = StageFailure(error, countsAsAttempt: false)
+            failure.isTemporary =
+                error.codePlugin == nil && error.domainName == RegistrationDomain.name
+                && error.codeNumber == RegistrationError.Code.externalIdentityProviderFailure.rawValue
+            return .failed(failure)
         } catch {
-            return .failed(
-                StageFailure(
-                    RegistrationError(
-                        .externalIdentityProviderFailure,
-                        message: "The \(plugin) identity provider failed: \(error)",
-                        plugin: plugin
-                    ),
-                    countsAsAttempt: false
-                )
+            var failure = StageFailure(
+                RegistrationError(
+                    .externalIdentityProviderFailure,
+                    message: "The \(plugin) identity provider failed: \(error)",
+                    plugin: plugin
+                ),
+                countsAsAttempt: false
             )
+            failure.isTemporary = true
+            return .failed(failure)
         }
     }
 }
@@ -138,6 +143,9 @@ public struct StageFailure: Sendable {
     public var revokesSubject: String?
     /// The credential seen twice, when the provider names it: only its sessions are revoked.
     public var revokesGrant: String?
+    /// The plugin could not decide — what it depends on failed (an identity provider's API is
+    /// down) — so this is a temporary failure, not a refusal: the app may try again later.
+    public var isTemporary = false
 
     public init(_ error: any DomainError, countsAsAttempt: Bool, removesRegistration: Bool = false) {
         self.error = error
@@ -260,10 +268,18 @@ public struct FlowRefusal: Sendable {
     public var stage: FlowStage?
     /// The counter after a counted failure.
     public var failureCounts: FailureCounts?
+    /// Not a refusal: the plugin could not decide (see ``StageFailure/isTemporary``).
+    public var isTemporary: Bool
 
-    public init(_ error: any DomainError, stage: FlowStage? = nil, failureCounts: FailureCounts? = nil) {
+    public init(
+        _ error: any DomainError,
+        stage: FlowStage? = nil,
+        failureCounts: FailureCounts? = nil,
+        isTemporary: Bool = false
+    ) {
         self.error = error
         self.stage = stage
         self.failureCounts = failureCounts
+        self.isTemporary = isTemporary
     }
 }
