@@ -152,7 +152,18 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            ],
+            // `gatehouse manifest example`: Examples/manifests compiled in, so they work from any folder.
+            plugins: ["EmbedExampleManifests"]
+        ),
+        // The build-time tool that writes Examples/manifests into GatehouseCommands as Swift source,
+        // and the build-tool plugin that runs it whenever one of those files changes.
+        .executableTarget(name: "ExampleManifestEmbedder", path: "BuildTools/ExampleManifestEmbedder"),
+        .plugin(
+            name: "EmbedExampleManifests",
+            capability: .buildTool(),
+            dependencies: ["ExampleManifestEmbedder"],
+            path: "BuildTools/EmbedExampleManifests"
         ),
         // The `gatehouse` tool: the commands with the built-in plugins.
         .executableTarget(

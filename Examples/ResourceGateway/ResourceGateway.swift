@@ -1,6 +1,6 @@
 // A resource gateway: an integrator's own small API, protected by Gatehouse tokens.
 //
-//   GATEHOUSE_GATEWAY_SECRET=… swift run resource-gateway --token-server http://127.0.0.1:8080
+//   GATEHOUSE_GATEWAY_SECRET=… resource-gateway --token-server http://127.0.0.1:8080
 //
 // It checks each request's DPoP-bound token by introspection at the token server (as the
 // resource server `gateway` of Examples/manifests/server.yaml) and hands the route who it acts
@@ -19,8 +19,8 @@ struct ResourceGateway: AsyncParsableCommand {
         abstract: "An example API that accepts Gatehouse user, implicit and device tokens."
     )
 
-    @Option(help: "The token server's URL.")
-    var tokenServer: String = "http://127.0.0.1:8080"
+    @Option(help: "The token server's URL (default: $GATEHOUSE_SERVER, else http://127.0.0.1:8080).")
+    var tokenServer: String?
 
     @Option(help: "The port to listen on, on 127.0.0.1.")
     var port: Int = 8090
@@ -35,6 +35,8 @@ struct ResourceGateway: AsyncParsableCommand {
     var cacheLifetime: Double = 5
 
     func run() async throws {
+        let tokenServer =
+            tokenServer ?? ProcessInfo.processInfo.environment["GATEHOUSE_SERVER"] ?? "http://127.0.0.1:8080"
         guard let tokenServerURL = URL(string: tokenServer), (1...65535).contains(port) else {
             throw ValidationError("--token-server must be a URL and --port 1–65535.")
         }

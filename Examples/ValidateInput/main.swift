@@ -1,6 +1,8 @@
 // validate-input: loads a manifest, then checks `id=value` pairs with the validators it names.
 //
-//   swift run validate-input --manifest Examples/manifests/validators.yaml email=jane@example.com alias=J
+//   validate-input --manifest validators.yaml email=jane@example.com alias=J
+//
+// (`scripts/install --examples` installs it; `gatehouse manifest example validators.yaml` writes the manifest.)
 //
 // A value of `-` is read from standard input, so secrets stay out of the process list.
 // Exit status: 0 when the values were checked (1 with --strict if any was invalid), 2 when the

@@ -61,8 +61,8 @@ do {
         source: "xignin-example.yaml",
         additionalSections: ["server", "xignin"]
     )
-    var logger = Logger(label: "xignin-example")
-    logger.logLevel = .warning
+    // Log lines are not the story: errors only, as in the other examples.
+    let logger = Logger.story(label: "xignin-example", level: .error)
     let environment = PluginEnvironment(logger: logger, services: ["unused": NoRegistrationAPI()])
     let manager = try XignInManager(
         manifest: manifest,

@@ -26,7 +26,9 @@ public struct HeadlessLoginBrowser: Sendable {
         /// A sentence for a person.
         public var errorDescription: String? {
             switch self {
-            case .page(let status, let text): "The login page answered HTTP \(status): \(text)"
+            case .page(let status, let text) where text.isEmpty:
+                "The login page answered HTTP \(status) without saying why."
+            case .page(_, let text): "The login page said: \(text)"
             case .notTheLogin(let problem): "That is not the login page: \(problem)."
             }
         }

@@ -43,10 +43,12 @@ public actor UserClient {
     public init(configuration: ClientConfiguration) throws {
         try PrivateFiles.createFolder(configuration.dataDirectory)
         self.configuration = configuration
-        store = try ClientStore(
-            path: configuration.dataDirectory.appendingPathComponent("client.sqlite").path,
-            keyStore: configuration.keyStore
-        )
+        let path = configuration.dataDirectory.appendingPathComponent("client.sqlite").path
+        do {
+            store = try ClientStore(path: path, keyStore: configuration.keyStore)
+        } catch {
+            throw DatabaseFailure.sqlite(path, .opening, error)
+        }
         calls = ServerCalls(transport: configuration.transport, clock: configuration.clock)
     }
 

@@ -84,13 +84,19 @@ struct WebLogin: AsyncParsableCommand {
     @OptionGroup var device: DeviceOptions
     @OptionGroup var manifest: ManifestOptions
 
-    @Argument(help: "The web page to land on; it must be among the application's webLoginTargets.")
-    var target: String = "http://127.0.0.1:8080/web/session"
+    @Argument(
+        help: """
+            The web page to land on; it must be among the application's webLoginTargets (default: the server's \
+            /web/session).
+            """
+    )
+    var target: String?
 
     @Option(help: "The profile (default: the only one on this device).")
     var profile: String?
 
     func run() async throws {
+        let target = target ?? device.server + "/web/session"
         guard let targetURL = URL(string: target) else { throw ValidationError("\(target) is not a URL.") }
         do {
             let client = try await CommandSupport.client(device, manifest: manifest)

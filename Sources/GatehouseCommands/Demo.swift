@@ -50,7 +50,7 @@ struct Demo: AsyncParsableCommand {
             )
         let level = Logger.Level(rawValue: logLevel) ?? .error
         let logger = Logger.story(label: "gatehouse.demo", level: level)
-        let manifest = try CommandSupport.manifest(manifest.serverManifest)
+        let manifest = try manifest.demoManifest()
         let registry = try CommandSupport.registry
         var environment = CommandSupport.environment(logger: logger)
         // The hosted login, when the manifest has one, as `gatehouse serve` mounts it.

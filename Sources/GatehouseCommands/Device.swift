@@ -79,13 +79,17 @@ nonisolated(unsafe) private var echoingTerminal = termios()
 struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegistrationDelegate,
     AuthenticatorDeregistrationDelegate
 {
+    /// `register --headless`: the hosted login signed in from this terminal instead of a browser.
+    var signIn: TerminalSignIn?
+
     func registrationDidStart(identityProvider: IdentityProviderDescriptor) {
         Terminal.say("Registering with \(identityProvider.name).")
     }
 
     func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse {
         if let error = challenge.error { Terminal.say(error.message) }
-        if let info = challenge.info, let data = info.data { Terminal.say("\(data) (status \(info.status))") }
+        // What the API said; its status number is the protocol's, not for a person.
+        if let said = challenge.info?.data, !said.isEmpty { Terminal.say(said) }
         let prompt = challenge.step == .initialize ? "E-mail address: " : "Code: "
         guard let answer = Terminal.ask(prompt) else { return .cancel }
         return .data(answer)
@@ -94,9 +98,13 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
     func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
         if let error = challenge.error { Terminal.say(error.message) }
         do {
+            if let signIn { return .redirect(try await signIn.signIn(challenge)) }
             return .redirect(try await SystemBrowser.login(challenge))
+        } catch is CancellationError {
+            return .cancel
         } catch {
-            Terminal.say("No answer from the browser: \(CommandSupport.sentence(error))")
+            let what = signIn == nil ? "No answer from the browser" : "Could not sign in"
+            Terminal.say("\(what): \(CommandSupport.sentence(error))")
             return .cancel
         }
     }
@@ -164,10 +172,28 @@ struct Register: AsyncParsableCommand {
     @Option(help: "The identity provider's id (default: the server's default).")
     var identityProvider: String?
 
+    @Flag(
+        help: """
+            For a browser identity provider on a machine without a desktop: sign in on the server's hosted login \
+            from this terminal (the username, then the password without echo) instead of in a browser.
+            """
+    )
+    var headless = false
+
+    @Option(help: "With --headless: the username to sign in with (default: asked).")
+    var username: String?
+
+    func validate() throws {
+        if username != nil, !headless { throw ValidationError("--username goes with --headless.") }
+    }
+
     func run() async throws {
         do {
             let client = try await CommandSupport.client(device, manifest: manifest)
-            let result = try await client.registerUser(identityProvider: identityProvider, delegate: TerminalDelegate())
+            let delegate = TerminalDelegate(
+                signIn: headless ? TerminalSignIn(server: device.server, username: username) : nil
+            )
+            let result = try await client.registerUser(identityProvider: identityProvider, delegate: delegate)
             print("Registered profile \(result.profile.id) with \(result.identityProvider.name).")
         } catch {
             throw CommandSupport.fail(error)

@@ -31,7 +31,35 @@ public enum GatehouseCommandLine {
     /// are added to the built-in ones (the demo's registration API) for manifests to name.
     public static func main(registry: PluginRegistry, services: [String: any Sendable] = [:]) async {
         await $context.withValue(Context(registry: registry, services: services)) {
-            await Gatehouse.main()
+            await run(CommandLine.arguments.dropFirst())
+        }
+    }
+
+    /// ArgumentParser's `main()`, with one difference: a command line it cannot parse (or that a
+    /// command's `validate()` refuses) prints the problem with the usage, as ArgumentParser does,
+    /// while a failure once the command runs prints one sentence (``CommandSupport/fail(_:)``) and
+    /// exits with its status (README, "Exit statuses"): a refused login, an unreachable database
+    /// or a file that cannot be read is not a usage mistake, and no person should read a Swift
+    /// type's description.
+    static func run(_ arguments: ArraySlice<String>) async {
+        var command: any ParsableCommand
+        do {
+            command = try Gatehouse.parseAsRoot(Array(arguments))
+        } catch {
+            Gatehouse.exit(withError: error)
+        }
+        do {
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ExitCode {
+            Gatehouse.exit(withError: error)
+        } catch let error as CleanExit {
+            Gatehouse.exit(withError: error)
+        } catch {
+            Gatehouse.exit(withError: CommandSupport.fail(error))
         }
     }
 }

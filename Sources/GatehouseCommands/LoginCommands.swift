@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import GatehouseClient
 import GatehouseKernel
 import GatehouseLogin
+import GatehouseProtocol
 import GatehouseServer
 import Hummingbird
 import Logging
@@ -45,8 +47,25 @@ struct UserCommands: AsyncParsableCommand {
                     ),
                     environment: environment
                 )
-            else { throw ValidationError("\(manifest.serverManifest) has no login section.") }
+            else {
+                throw ManifestError(
+                    source: manifest.serverManifest,
+                    problem: "it has no login section, so there is no hosted login to add users to"
+                )
+            }
             return login
+        }
+
+        /// `error`, met using the login's user directory, as a sentence naming its file.
+        func explained(_ error: any Error) -> any Error {
+            guard
+                let database = try? ServeSettings.sqliteDatabase(
+                    EnvironmentSettings().resolve(database, "database"),
+                    for: "the hosted login"
+                )
+            else { return error }
+            let folder = URL(fileURLWithPath: database).deletingLastPathComponent()
+            return DatabaseFailure.sqlite(folder.appendingPathComponent("login/login.sqlite").path, .using, error)
         }
     }
 
@@ -71,7 +90,7 @@ struct UserCommands: AsyncParsableCommand {
             } catch let error as ValidationError {
                 throw error
             } catch {
-                throw CommandSupport.fail(error)
+                throw CommandSupport.fail(options.explained(error))
             }
         }
     }
@@ -87,7 +106,7 @@ struct UserCommands: AsyncParsableCommand {
             } catch let error as ValidationError {
                 throw error
             } catch {
-                throw CommandSupport.fail(error)
+                throw CommandSupport.fail(options.explained(error))
             }
         }
     }
@@ -96,9 +115,16 @@ struct UserCommands: AsyncParsableCommand {
 /// The system browser as RFC 8252 has a native app use it: print and open the address, then
 /// listen on the loopback redirect URI until the login sends the browser back.
 enum SystemBrowser {
-    /// Opens `url` with the desktop's opener (xdg-open, open), unless GATEHOUSE_NO_BROWSER is set.
-    static func open(_ url: URL) {
-        guard ProcessInfo.processInfo.environment["GATEHOUSE_NO_BROWSER"] == nil else { return }
+    /// Opens `url` with the desktop's opener (xdg-open, open), unless GATEHOUSE_NO_BROWSER is set
+    /// or there is no desktop (on Linux: neither DISPLAY nor WAYLAND_DISPLAY, where xdg-open would
+    /// start a text browser or nothing); returns whether an opener was started.
+    @discardableResult
+    static func open(_ url: URL) -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["GATEHOUSE_NO_BROWSER"] == nil else { return false }
+        #if os(Linux)
+        guard environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil else { return false }
+        #endif
         for opener in ["/usr/bin/xdg-open", "/usr/bin/open"] where FileManager.default.isExecutableFile(atPath: opener)
         {
             let process = Process()
@@ -106,9 +132,14 @@ enum SystemBrowser {
             process.arguments = [url.absoluteString]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try? process.run()
-            return
+            do {
+                try process.run()
+                return true
+            } catch {
+                return false
+            }
         }
+        return false
     }
 
     /// Opens the login for `challenge` and waits (at most `timeout`) for the browser to come back:
@@ -125,11 +156,68 @@ enum SystemBrowser {
             throw ValidationError("The login address cannot be pointed at \(listener.redirectURI).")
         }
         Terminal.say("Sign in with \(challenge.identityProvider.name) in your browser:\n  \(url.absoluteString)")
-        open(url)
+        if !open(url) {
+            Terminal.say(
+                "No browser was opened (no desktop here). Open the address in a browser on this machine, or stop "
+                    + "(Ctrl-C) and run register again with --headless to sign in from this terminal."
+            )
+        }
         let arrived = await listener.next(timeout: timeout)
         await listener.stop()
         guard let arrived else { throw ValidationError("The browser did not come back within \(timeout).") }
         return arrived
+    }
+}
+
+/// `register --headless`: signs in on the token server's own hosted login from this terminal —
+/// the username, then the password without echo (or lines of standard input from a script) —
+/// through ``HeadlessLoginBrowser``, for a machine without a desktop browser. The login's
+/// redirect is taken as the browser would have delivered it; nothing listens for it.
+struct TerminalSignIn: Sendable {
+    /// The token server, as the device reaches it; the hosted login is mounted on it.
+    var server: String
+    /// The username given with `--username`; asked for when nil.
+    var username: String?
+    /// Wrong passwords the user may type before the command gives up (the login locks the
+    /// account after its own `maxFailedLogins`).
+    static let attempts = 3
+
+    func signIn(_ challenge: BrowserRegistrationChallenge) async throws -> URL {
+        guard Self.sameServer(challenge.url, server) else {
+            throw SettingError(
+                "--headless signs in on the token server's own hosted login (\(server)/login/), but "
+                    + "\(challenge.identityProvider.name) signs in at \(challenge.url.host ?? challenge.url.absoluteString): "
+                    + "register without --headless and sign in in a browser"
+            )
+        }
+        let browserTransport = HTTPTransport(baseURL: server)
+        Terminal.say("Signing in with \(challenge.identityProvider.name) at \(server)/login/.")
+        var attempt = 1
+        while true {
+            guard let username = username ?? Terminal.ask("Username (e-mail address): "), !username.isEmpty,
+                let password = Terminal.askSecret("Password for \(username): ")
+            else { throw CancellationError() }
+            let browser = HeadlessLoginBrowser(transport: browserTransport, username: username, password: password)
+            do {
+                return try await browser.signIn(at: challenge.url)
+            } catch HeadlessLoginBrowser.Failure.page(status: 401, let text) where attempt < Self.attempts {
+                // A wrong password: the login said so; ask again.
+                Terminal.say(text.isEmpty ? "The login refused the username or password." : text)
+                attempt += 1
+            }
+        }
+    }
+
+    /// Whether `url` is on `server`: the same scheme and port, and the same host, any loopback
+    /// name counting as one.
+    static func sameServer(_ url: URL, _ server: String) -> Bool {
+        guard let base = URL(string: server) else { return false }
+        func port(_ url: URL) -> Int? { url.port ?? (url.scheme == "https" ? 443 : url.scheme == "http" ? 80 : nil) }
+        func host(_ url: URL) -> String {
+            let host = (url.host ?? "").lowercased()
+            return ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host) ? "loopback" : host
+        }
+        return url.scheme == base.scheme && port(url) == port(base) && host(url) == host(base)
     }
 }
 

@@ -118,7 +118,7 @@ struct ManifestCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
         abstract: "Work with manifests without starting a server.",
-        subcommands: [Check.self]
+        subcommands: [Check.self, ManifestExample.self]
     )
 
     struct Check: AsyncParsableCommand {

@@ -173,8 +173,14 @@ struct PortalCommands: AsyncParsableCommand {
             abstract: "Start a mobile authentication for a user and wait for the device's answer."
         )
 
-        @Option(help: "The token server's URL.")
-        var server: String = "http://127.0.0.1:8080"
+        @Option(
+            name: .customLong("server"),
+            help: "The token server's URL (default: $GATEHOUSE_SERVER, else http://127.0.0.1:8080)."
+        )
+        var serverOption: String?
+
+        /// `--server`, else `GATEHOUSE_SERVER`, as the device commands take it.
+        var server: String { EnvironmentSettings().resolve(serverOption, "server") ?? "http://127.0.0.1:8080" }
 
         @Option(help: "The API client's id (server.mobileAuth.apiClients).")
         var clientID: String = "portal"

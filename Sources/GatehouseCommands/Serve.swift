@@ -3,6 +3,7 @@ import Foundation
 import GatehouseKernel
 import GatehouseLogin
 import GatehousePlugins
+import GatehouseProtocol
 import GatehouseServer
 import Hummingbird
 import Logging
@@ -40,7 +41,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The address to listen on (default 127.0.0.1).")
     var host: String?
 
-    @Option(help: "The port to listen on, 0 to 65535; 0 picks a free one (default 8080).")
+    @Option(
+        help: """
+            The port to listen on, 0 to 65535 (default 8080). 0 picks a free port before the manifest is read, so \
+            ${publicURL} names it; another process could take it in the moment before serve listens (serve then \
+            stops with status 64): give a fixed port to a server others rely on.
+            """
+    )
     var port: Int?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info).")
@@ -130,7 +137,7 @@ struct Serve: AsyncParsableCommand {
                 extensions: extensions,
                 metrics: settings.metrics ? PrometheusMetricsFactory(registry: registry) : nil
             )
-        } catch let error as ServerDatabaseError {
+        } catch let error where error is ServerDatabaseError || error is DatabaseFailure {
             // The database may come back: a failure worth a service manager's restart.
             created.remove()
             _ = CommandSupport.fail(error)

@@ -25,7 +25,10 @@ struct ServeSettings {
     init(_ serve: Serve, environment: EnvironmentSettings) throws {
         manifest = environment.resolve(serve.manifest, "manifest") ?? "Examples/manifests/server.yaml"
         guard FileManager.default.fileExists(atPath: manifest) else {
-            throw SettingError("the manifest \(manifest) does not exist (set it with --manifest or GATEHOUSE_MANIFEST)")
+            throw SettingError(
+                "the manifest \(manifest) does not exist (set it with --manifest or GATEHOUSE_MANIFEST; "
+                    + "`gatehouse manifest example server > server.yaml` writes the example)"
+            )
         }
         host = environment.resolve(serve.host, "host") ?? "127.0.0.1"
         port = try environment.integer(serve.port, "port", in: 0...65535) ?? 8080

@@ -16,14 +16,24 @@ struct ManifestOptions: ParsableArguments {
     @Option(
         help: """
             A manifest (JSON or YAML) naming the plugins. Device commands default to what the server publishes at \
-            /v1/configuration; server-side commands to $GATEHOUSE_MANIFEST, else Examples/manifests/server.yaml.
+            /v1/configuration; `demo` to $GATEHOUSE_MANIFEST, else the built-in example server.yaml; `users` to \
+            $GATEHOUSE_MANIFEST, else Examples/manifests/server.yaml in the working folder.
             """
     )
     var manifest: String?
 
-    /// The manifest a server-side command (demo, users) reads.
+    /// The manifest file a server-side command (users) reads.
     var serverManifest: String {
         EnvironmentSettings().resolve(manifest, "manifest") ?? "Examples/manifests/server.yaml"
+    }
+
+    /// The manifest `demo` runs: the file named, else the built-in example `server.yaml` (`gatehouse
+    /// manifest example server`), so the demo needs no checkout.
+    func demoManifest() throws -> Manifest {
+        guard let path = EnvironmentSettings().resolve(manifest, "manifest") else {
+            return try ExampleManifests.manifest("server.yaml", publicURL: EmbeddedTokenServer.defaultURL)
+        }
+        return try CommandSupport.manifest(path)
     }
 }
 
@@ -85,7 +95,8 @@ enum CommandSupport {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ManifestError(
                 source: path,
-                problem: "the manifest does not exist; name one with --manifest or GATEHOUSE_MANIFEST"
+                problem: "the manifest does not exist; name one with --manifest or GATEHOUSE_MANIFEST "
+                    + "(`gatehouse manifest example server > server.yaml` writes the example)"
             )
         }
         let loaded = try ManifestLoader.jsonAndYAML.load(path: path, additionalSections: serverSections)
@@ -227,6 +238,8 @@ enum CommandSupport {
             return error.description
         case let error as ServerDatabaseError:
             return error.description
+        case let error as PrivateFileError:
+            return "Cannot write \(error.path): \(error.problem.prefix(1).lowercased() + error.problem.dropFirst())."
         case let error as any LocalizedError:
             if let description = error.errorDescription { return description }
         default:
@@ -240,7 +253,7 @@ enum CommandSupport {
         switch error {
         case is ValidationError, is SettingError: return ExitStatus.usage
         case is ManifestError: return ExitStatus.configuration
-        case is ServerDatabaseError: return ExitStatus.unavailable
+        case is ServerDatabaseError, is DatabaseFailure, is PrivateFileError: return ExitStatus.unavailable
         case is DatabaseLock.Held: return ExitStatus.temporaryFailure
         case let error as GenericError:
             switch error.code {

@@ -13,8 +13,14 @@ struct XignIn: AsyncParsableCommand {
 }
 
 struct XignInOptions: ParsableArguments {
-    @Option(help: "The server the manager is mounted on.")
-    var server: String = "http://127.0.0.1:8080"
+    @Option(
+        name: .customLong("server"),
+        help: "The server the manager is mounted on (default: $GATEHOUSE_SERVER, else http://127.0.0.1:8080)."
+    )
+    var serverOption: String?
+
+    /// `--server`, else `GATEHOUSE_SERVER`, as the device commands take it.
+    var server: String { EnvironmentSettings().resolve(serverOption, "server") ?? "http://127.0.0.1:8080" }
 
     @Option(help: "Where this device keeps its list of activated managers.")
     var dataDir: String = DataFolders.device.path

@@ -40,7 +40,12 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         try PrivateFiles.createFolder(directory)
         self.configuration = configuration
         secureCookies = publicURL?.scheme == "https"
-        store = try LoginStore(path: directory.appendingPathComponent("login.sqlite").path)
+        let path = directory.appendingPathComponent("login.sqlite").path
+        do {
+            store = try LoginStore(path: path)
+        } catch {
+            throw DatabaseFailure.sqlite(path, .opening, error)
+        }
         hasher = PasswordHasher(logN: configuration.passwordCost, blockSize: 8, parallelism: 1)
         clock = environment.clock
         cpuWork = environment.cpuWork

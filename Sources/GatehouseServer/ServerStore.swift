@@ -54,11 +54,18 @@ final class ServerStore: Sendable {
         engine.subscribe { [activeTokens] announcement in activeTokens.hear(announcement) }
     }
 
-    /// A store in the SQLite file at `path`, opened on the caller's thread.
+    /// A store in the SQLite file at `path`, opened on the caller's thread. A file that cannot be
+    /// opened is a ``DatabaseFailure`` naming it.
     convenience init(sqlitePath path: String, settings: Settings) throws {
-        let engine = try SQLiteEngine(path: path)
-        let (refresh, nonce) = try engine.writeNow { db in
-            (try Self.secret("refresh-token", db), try Self.secret("dpop-nonce", db))
+        let engine: SQLiteEngine
+        let (refresh, nonce): (Data, Data)
+        do {
+            engine = try SQLiteEngine(path: path)
+            (refresh, nonce) = try engine.writeNow { db in
+                (try Self.secret("refresh-token", db), try Self.secret("dpop-nonce", db))
+            }
+        } catch {
+            throw DatabaseFailure.sqlite(path, .opening, error)
         }
         self.init(engine: engine, settings: settings, refreshTokenKey: refresh, dpopNonceSecret: nonce)
     }
@@ -72,7 +79,7 @@ final class ServerStore: Sendable {
             do {
                 engine = try await PostgresEngine.open(location, logger: logger)
             } catch {
-                throw ServerDatabaseError("Cannot open \(location): \(PostgresSession.describe(error))")
+                throw DatabaseFailure(database: location.description, reason: PostgresSession.reason(error))
             }
         }
         do {
@@ -82,7 +89,7 @@ final class ServerStore: Sendable {
             return ServerStore(engine: engine, settings: settings, refreshTokenKey: refresh, dpopNonceSecret: nonce)
         } catch {
             await engine.shutdown()
-            throw error
+            throw DatabaseFailure(database: database.description, reason: PostgresSession.reason(error))
         }
     }
 

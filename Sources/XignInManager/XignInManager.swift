@@ -61,10 +61,14 @@ public final class XignInManager: ServerExtension {
         var database = Configuration()
         database.label = "gatehouse.xignin"
         database.busyMode = .timeout(10)
-        try PrivateFiles.prepareDatabase(at: databasePath)
-        pool = try DatabasePool(path: databasePath, configuration: database)
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        try Self.migrator.migrate(pool)
+        do {
+            try PrivateFiles.prepareDatabase(at: databasePath)
+            pool = try DatabasePool(path: databasePath, configuration: database)
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw DatabaseFailure.sqlite(databasePath, .opening, error)
+        }
     }
 
     static var migrator: DatabaseMigrator {

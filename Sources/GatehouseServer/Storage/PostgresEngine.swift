@@ -526,12 +526,76 @@ final class PostgresSession: SQLSession {
 
     /// What went wrong, for an operator: the server's message and SQLSTATE, or (the server never
     /// reached) what failed underneath: a refused or timed-out connection, a TLS handshake.
-    static func describe(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "\(error)" }
-        let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
-        let message =
-            error.serverInfo?[.message] ?? error.underlying.map { "\(error.code): \($0)" } ?? "\(error.code)"
-        return "PostgreSQL: \(message)\(state)"
+    static func describe(_ error: any Error) -> String { "PostgreSQL: \(reason(error))" }
+
+    /// Why the database failed, as the end of a sentence that names it (``DatabaseFailure``): the
+    /// server's own message with its SQLSTATE, or what failed underneath before the server
+    /// answered (nothing listening, an unknown host, TLS), in words, never a Swift description.
+    static func reason(_ error: any Error) -> String {
+        switch error {
+        case let error as ServerDatabaseError:
+            return error.description
+        case let error as PSQLError:
+            if let message = error.serverInfo?[.message] {
+                let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+                return "the server answered: \(message)\(state)"
+            }
+            switch error.code {
+            case .sslUnsupported:
+                return "the server does not offer TLS, which the URL requires; add sslmode=disable only if the "
+                    + "database is on this host or a private network (docs/CLUSTER.md)"
+            case .authMechanismRequiresPassword:
+                return "the server asks for a password and the URL gives none (postgres://USER:PASSWORD@HOST/DATABASE)"
+            case .unsupportedAuthMechanism:
+                return "the server asks for an authentication method Gatehouse cannot use; allow scram-sha-256 "
+                    + "or md5 for this user in pg_hba.conf"
+            case .saslError:
+                return "SCRAM authentication with the server failed"
+            case .serverClosedConnection, .uncleanShutdown:
+                return "the server closed the connection"
+            default:
+                return error.underlying.map(underneath) ?? "the PostgreSQL client failed (\(error.code))"
+            }
+        default:
+            return underneath(error)
+        }
+    }
+
+    /// A failure below PostgreSQL's protocol: connecting, resolving the host, TLS.
+    private static func underneath(_ error: any Error) -> String {
+        switch error {
+        case let error as NIOConnectionError:
+            if error.dnsAError != nil || error.dnsAAAAError != nil {
+                return "the host \(error.host) is not known (its name does not resolve)"
+            }
+            let errnos = error.connectionErrors.compactMap { ($0.error as? IOError)?.errnoCode }
+            let address = "\(error.host):\(error.port)"
+            if errnos.contains(ECONNREFUSED) {
+                return "nothing accepts connections at \(address) (is PostgreSQL running and listening there?)"
+            }
+            if let code = errnos.first {
+                return "cannot connect to \(address): \(String(cString: strerror(code)).lowercased())"
+            }
+            return "cannot connect to \(address)"
+        case ChannelError.connectTimeout(let limit):
+            return "no answer from the server within \(limit.nanoseconds / 1_000_000_000) s"
+        case let error as IOError:
+            return "the connection failed: \(String(cString: strerror(error.errnoCode)).lowercased())"
+        case let error as NIOSSLError:
+            return "the TLS handshake with the server failed (\(tlsReason(error))); check its certificate, or "
+                + "that it offers TLS at all"
+        default:
+            return "an unexpected failure (\(String(reflecting: type(of: error))))"
+        }
+    }
+
+    /// BoringSSL's reason for a failed handshake, e.g. CERTIFICATE_VERIFY_FAILED.
+    private static func tlsReason(_ error: NIOSSLError) -> String {
+        guard case .handshakeFailed(let inner) = error else { return "the TLS session failed" }
+        let text = "\(inner)"
+        let reasons = text.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "_") })
+            .filter { $0.count > 3 && $0.allSatisfy { $0.isUppercase || $0 == "_" || $0.isNumber } }
+        return reasons.last.map { String($0) } ?? "handshake failed"
     }
 }
 
