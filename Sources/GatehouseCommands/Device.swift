@@ -117,14 +117,18 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
 
     func pin(_ challenge: PinChallenge) -> PinResponse {
         if let error = challenge.error { Terminal.say(error.message) }
-        let left = challenge.remainingFailureCount.map { " (\($0) \($0 == 1 ? "attempt" : "attempts") left)" } ?? ""
-        guard let pin = Terminal.askSecret("PIN\(left): ") else { return .cancel }
+        guard let pin = Terminal.askSecret("PIN\(Self.attemptsLeft(challenge.remainingFailureCount)): ") else {
+            return .cancel
+        }
         return .pin(PIN(pin))
     }
 
     func biometric(_ challenge: BiometricChallenge) -> BiometricResponse {
         if let error = challenge.error { Terminal.say(error.message) }
-        let answer = Terminal.ask("\(challenge.authenticator.name): press Enter to scan, p for the PIN, c to cancel: ")
+        let left = Self.attemptsLeft(challenge.remainingFailureCount)
+        let answer = Terminal.ask(
+            "\(challenge.authenticator.name)\(left): press Enter to scan, p for the PIN, c to cancel: "
+        )
         switch answer?.lowercased() {
         case nil, "c": return .cancel
         case "p": return .fallbackToPin
@@ -138,7 +142,8 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
         }
         // What the server half sent is for the device half, not for a person to read.
         let prompt =
-            "\(challenge.authenticator.name), \(challenge.prompt.label) (p for the PIN, empty to let the device answer): "
+            "\(challenge.authenticator.name), \(challenge.prompt.label)\(Self.attemptsLeft(challenge.remainingFailureCount))"
+            + " (p for the PIN, empty to let the device answer): "
         guard let answer = Terminal.ask(prompt, as: challenge.prompt) else { return .cancel }
         switch answer {
         case "p": return .fallbackToPin
@@ -154,6 +159,11 @@ struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorR
         let prompt = "\(challenge.authenticator.name), \(challenge.prompt.label) (empty: the device's own): "
         guard let answer = Terminal.ask(prompt, as: challenge.prompt) else { return .cancel }
         return .data(answer.isEmpty ? nil : answer)
+    }
+
+    /// " (2 attempts left)", or nothing when the attempts are unlimited or unknown.
+    static func attemptsLeft(_ remaining: Int?) -> String {
+        remaining.map { " (\($0) \($0 == 1 ? "attempt" : "attempts") left)" } ?? ""
     }
 
     func customAuthenticatorDeregistration(

@@ -150,7 +150,9 @@ struct GatehouseCommandTests {
             ],
             binary: "/usr/bin/script"
         )
-        _ = try await terminal.waitFor("One-time code, Answer (p for the PIN")
+        let asked = try await terminal.waitFor("(p for the PIN")
+        // The prompt says how many attempts are left, as the PIN's does.
+        #expect(asked.contains(#/One-time code, Answer \([0-9]+ attempts? left\) \(p for the PIN/#), "\(asked)")
         // The TOTP device half answers with its own code whatever is typed.
         terminal.type("314159")
         #expect(try await terminal.finish() == 0)
