@@ -40,7 +40,7 @@ extension RegistrationError.Code {
     /// The code is not one of the manifest's, or it was used before.
     public static var invitationNotValid: Self {
         Self(
-            9501,
+            19001,
             name: "invitationNotValid",
             defaultMessage: "That invitation code is not valid.",
             plugin: "example.invitation"
