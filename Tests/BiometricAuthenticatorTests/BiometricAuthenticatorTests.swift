@@ -220,10 +220,12 @@ struct BiometricAuthenticatorTests {
             [:], ["sensor": "shared"],
             ["script": ["match", "noMatch", "lockout", "unavailable"], "latencyMilliseconds": 10_000],
         ] {
-            #expect(
-                PluginHarness.configurationProblem(BiometricAuthenticatorPlugin.self, config: config, environment: hosting)
-                    == nil
+            let problem = PluginHarness.configurationProblem(
+                BiometricAuthenticatorPlugin.self,
+                config: config,
+                environment: hosting
             )
+            #expect(problem == nil)
         }
     }
 
