@@ -71,17 +71,6 @@ public struct AuthenticatorConformance: Sendable {
     public func run() async throws -> Report {
         var report = Report()
         let clock = ManualClock()
-        func check(_ name: String, _ body: () async throws -> String?) async {
-            do {
-                if let problem = try await body() {
-                    report.failed.append("\(name): \(problem)")
-                } else {
-                    report.passed.append(name)
-                }
-            } catch {
-                report.failed.append("\(name): unexpected \(String(reflecting: error))")
-            }
-        }
         func harness(maximum: Int = 0) async throws -> AuthenticatorHarness {
             let environment = PluginEnvironment(logger: RecordingLogger().logger, clock: clock, services: services)
             let harness = try AuthenticatorHarness(load(environment), maximumFailures: maximum, clock: clock)
@@ -93,13 +82,13 @@ public struct AuthenticatorConformance: Sendable {
             return try await harness.authenticate(responder: ScriptedResponder(answers))
         }
 
-        await check("enrols and authenticates") {
+        await report.check("enrols and authenticates") {
             let subject = try await harness()
             guard await subject.registration != nil else { return "enrolment stored no registration data" }
             guard case .completed = try await attempt(subject, authenticate) else { return "fell back instead" }
             return await subject.failureCount == 0 ? nil : "a success left the counter at \(await subject.failureCount)"
         }
-        await check("a wrong answer is refused and counted once; the right one then resets the counter") {
+        await report.check("a wrong answer is refused and counted once; the right one then resets the counter") {
             let subject = try await harness()
             let kept = await subject.storage.values
             do {
@@ -113,7 +102,7 @@ public struct AuthenticatorConformance: Sendable {
             _ = try await attempt(subject, authenticate)
             return await subject.failureCount == 0 ? nil : "success did not reset the counter"
         }
-        await check("the maximum of wrong answers deregisters the profile, exactly") {
+        await report.check("the maximum of wrong answers deregisters the profile, exactly") {
             let subject = try await harness(maximum: 3)
             for index in 1...3 {
                 do {
@@ -127,7 +116,7 @@ public struct AuthenticatorConformance: Sendable {
             }
             return await subject.isDeregistered ? nil : "not deregistered"
         }
-        await check("a cancelled challenge ends with actionCancelled and counts nothing") {
+        await report.check("a cancelled challenge ends with actionCancelled and counts nothing") {
             let subject = try await harness()
             do {
                 _ = try await attempt(subject, [.cancel])
@@ -135,7 +124,7 @@ public struct AuthenticatorConformance: Sendable {
             } catch let error as GenericError where error.code == .actionCancelled {}
             return await subject.failureCount == 0 ? nil : "cancelling counted a failure"
         }
-        await check("replayed messages are refused") {
+        await report.check("replayed messages are refused") {
             let subject = try await harness()
             let before = await subject.sentMessages.count
             _ = try await attempt(subject, authenticate)
@@ -143,7 +132,7 @@ public struct AuthenticatorConformance: Sendable {
             clock.advance(by: 1)
             return await subject.replay(messages) ? "a replay authenticated" : nil
         }
-        await check("a stale session (an earlier attempt's nonce) is refused") {
+        await report.check("a stale session (an earlier attempt's nonce) is refused") {
             let subject = try await harness()
             _ = try await attempt(subject, authenticate)
             await subject.replayStaleSessions(true)
@@ -154,7 +143,7 @@ public struct AuthenticatorConformance: Sendable {
             return nil
         }
         if let fallback {
-            await check("falling back to the PIN counts nothing") {
+            await report.check("falling back to the PIN counts nothing") {
                 let subject = try await harness()
                 guard case .fallbackToPin = try await attempt(subject, fallback) else { return "did not fall back" }
                 return await subject.failureCount == 0 ? nil : "falling back counted a failure"
@@ -191,6 +180,33 @@ public struct ConformanceReport: Sendable {
     public var passed: [String] = []
     public var failed: [String] = []
     public var skipped: [String] = []
+
+    /// A check that does not apply to the plugin under test (it asks the app nothing, say).
+    struct NotApplicable: Error {
+        var reason: String
+    }
+
+    /// Runs the check `name` and records what came of it: `body` returns the problem, or `nil`
+    /// when the check passed; throwing ``NotApplicable`` skips it, anything else fails it.
+    mutating func check(_ name: String, _ body: () async throws -> String?) async {
+        do {
+            if let problem = try await body() {
+                failed.append("\(name): \(problem)")
+            } else {
+                passed.append(name)
+            }
+        } catch let skipped as NotApplicable {
+            self.skipped.append("\(name) (\(skipped.reason))")
+        } catch {
+            failed.append("\(name): unexpected \(Self.describe(error))")
+        }
+    }
+
+    /// An error as a check reports it: a Gatehouse error by domain, code and message.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? any DomainError else { return String(reflecting: error) }
+        return "\(error.domainName) \(error.codeName) (\"\(error.message)\")"
+    }
 }
 
 /// The conformance checks that failed, from ``AuthenticatorConformance`` or

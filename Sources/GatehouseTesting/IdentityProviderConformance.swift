@@ -84,9 +84,7 @@ public struct IdentityProviderConformance: Sendable {
     }
 
     /// A check that does not apply to this provider, and why.
-    private struct NotApplicable: Error {
-        var reason: String
-    }
+    private typealias NotApplicable = ConformanceReport.NotApplicable
 
     /// What one good registration showed.
     private struct GoodRun {
@@ -105,19 +103,6 @@ public struct IdentityProviderConformance: Sendable {
         func harness() throws -> IdentityProviderHarness {
             try IdentityProviderHarness(load(environment), clock: clock)
         }
-        func check(_ name: String, _ body: () async throws -> String?) async {
-            do {
-                if let problem = try await body() {
-                    report.failed.append("\(name): \(problem)")
-                } else {
-                    report.passed.append(name)
-                }
-            } catch let skipped as NotApplicable {
-                report.skipped.append("\(name) (\(skipped.reason))")
-            } catch {
-                report.failed.append("\(name): \(Self.describe(error))")
-            }
-        }
         func registerWell(
             _ subject: IdentityProviderHarness,
             scopes: [String]? = nil
@@ -132,7 +117,7 @@ public struct IdentityProviderConformance: Sendable {
             return GoodRun(identity: identity, messages: await subject.lastMessages.count, challenges: await app.asked)
         }
 
-        await check("registers, and names the same user again whatever scopes the app asks for") {
+        await report.check("registers, and names the same user again whatever scopes the app asks for") {
             let subject = try harness()
             let first = try await registerWell(subject)
             guard !first.identity.subject.isEmpty else { return "the server half named an empty subject" }
@@ -143,7 +128,7 @@ public struct IdentityProviderConformance: Sendable {
             }
             return nil
         }
-        await check("each message may reach another instance of the server half") {
+        await report.check("each message may reach another instance of the server half") {
             let subject = try IdentityProviderHarness(load(environment), clock: clock) {
                 guard let host = try load(environment).host else {
                     throw GenericError(.configurationInvalid, message: "The plugin built no server half.")
@@ -158,7 +143,8 @@ public struct IdentityProviderConformance: Sendable {
             }
             return nil
         }
-        await check("a refused answer ends with the server half's RegistrationError, rethrown by the client half") {
+        let refusal = "a refused answer ends with the server half's RegistrationError, rethrown by the client half"
+        await report.check(refusal) {
             let subject = try harness()
             let app = try await refused.make()
             do {
@@ -187,7 +173,7 @@ public struct IdentityProviderConformance: Sendable {
                 return nil
             }
         }
-        await check("cancelling any challenge ends with actionCancelled; nobody is registered") {
+        await report.check("cancelling any challenge ends with actionCancelled; nobody is registered") {
             let asked = try await registerWell(try harness()).challenges
             guard asked > 0 else { throw NotApplicable(reason: "the provider asks the app nothing") }
             for index in 0..<asked {
@@ -204,7 +190,7 @@ public struct IdentityProviderConformance: Sendable {
             }
             return nil
         }
-        await check("malformed messages, in place of any message, register nobody and revoke nothing") {
+        await report.check("malformed messages, in place of any message, register nobody and revoke nothing") {
             let sent = try await registerWell(try harness()).messages
             for step in 0..<sent {
                 for (name, malformed) in Self.malformedMessages {
@@ -222,7 +208,7 @@ public struct IdentityProviderConformance: Sendable {
             }
             return nil
         }
-        await check("a registration handed another registration's last message refuses it") {
+        await report.check("a registration handed another registration's last message refuses it") {
             let last = try await registerWell(try harness()).messages - 1
             let subject = try harness()
             // Registration A stops before its last message reaches the server: its credential stays unused.
@@ -245,7 +231,7 @@ public struct IdentityProviderConformance: Sendable {
             }
             return nil
         }
-        await check("replaying a registration's messages in a new registration registers nobody") {
+        await report.check("replaying a registration's messages in a new registration registers nobody") {
             let subject = try harness()
             let first = try await registerWell(subject)
             let messages = await subject.lastMessages
@@ -253,7 +239,7 @@ public struct IdentityProviderConformance: Sendable {
             return "replaying the \(messages.count) messages of a registration of \"\(first.identity.subject)\" "
                 + "registered \"\(await subject.identity?.subject ?? "")\" again"
         }
-        await check("a replay it recognises revokes what the first use issued") {
+        await report.check("a replay it recognises revokes what the first use issued") {
             let subject = try harness()
             let first = try await registerWell(subject).identity
             _ = await subject.replay(await subject.lastMessages, scopes: scopes)
@@ -285,10 +271,7 @@ public struct IdentityProviderConformance: Sendable {
     ]
 
     /// An error as a report line: a domain error by domain, code and message.
-    static func describe(_ error: any Error) -> String {
-        guard let error = error as? any DomainError else { return String(reflecting: error) }
-        return "\(error.domainName) \(error.codeName) (\"\(error.message)\")"
-    }
+    static func describe(_ error: any Error) -> String { ConformanceReport.describe(error) }
 }
 
 /// A registration with the good answers failed: every check that needs one says so.
