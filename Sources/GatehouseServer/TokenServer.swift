@@ -275,7 +275,7 @@ public final class TokenServer: Sendable {
 
     /// Whether the database answers a lookup within `limit`; a lookup still running then is
     /// cancelled (on PostgreSQL, its connection closed).
-    private func checkReadiness(within limit: Duration) async throws {
+    func checkReadiness(within limit: Duration) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.store.checkReadiness() }
             group.addTask {
@@ -326,128 +326,26 @@ public final class TokenServer: Sendable {
         if let mounted = extensions.first(where: { path.hasPrefix($0.pathPrefix) }) {
             return await mounted.handle(request)
         }
-        switch path {
-        case Endpoint.health:
-            try require("GET", request)
-            return try json(["status": "ok"])
-        case Endpoint.ready:
-            try require("GET", request)
-            do {
-                try await checkReadiness(within: Self.readinessTimeout)
-            } catch {
-                logger.error(
-                    "Not ready: the database did not answer",
-                    metadata: ["error": "\((error as? ServerError)?.body.errorDescription ?? "\(error)")"]
-                )
-                throw ServerError(503, "temporarily_unavailable", "The database does not answer.")
-            }
-            return try json(["status": "ready"])
-        case Endpoint.configuration:
-            try require("GET", request)
-            return try json(serverConfiguration())
-        case Endpoint.clients:
-            try require("POST", request)
-            return try await registerClient(request)
-        case Endpoint.registration:
-            try require("POST", request)
-            return try await startRegistration(request)
-        case Endpoint.authentication:
-            try require("POST", request)
-            return try await startAuthentication(request)
-        case Endpoint.changePin:
-            try require("POST", request)
-            return try await startChangePin(request)
-        case Endpoint.token:
-            try require("POST", request)
-            return try await token(request)
-        case Endpoint.revoke:
-            try require("POST", request)
-            return try await revoke(request)
-        case Endpoint.introspect:
-            try require("POST", request)
-            return try await introspect(request)
-        case Endpoint.metadata:
-            try require("GET", request)
-            return try json(metadata())
-        case Endpoint.webLogin:
-            try require("POST", request)
-            return try await issueWebLogin(request)
-        case Endpoint.webSignIn:
-            // The page that asks to continue, and its form.
-            if request.method == "POST" { return try await redeemWebLogin(request) }
-            try require("GET", request, allowed: "GET, POST")
-            return try await webSignInPage(request)
-        case Endpoint.webSession:
-            try require("GET", request)
-            return try await webSessionPage(request)
-        case Endpoint.deregister:
-            try require("POST", request)
-            return try await deregister(request)
-        case Endpoint.profileResource:
-            try require("GET", request)
-            return try await profileResource(request)
-        case Endpoint.authenticators:
-            try require("GET", request)
-            return try await listAuthenticators(request)
-        case Endpoint.authenticatorRegistration:
-            try require("POST", request)
-            return try await startAuthenticatorRegistration(request)
-        case Endpoint.authenticatorDeregistration:
-            try require("POST", request)
-            return try await deregisterAuthenticator(request)
-        case Endpoint.mobileAuthEnrolment:
-            try require("POST", request)
-            return try await enrolMobileAuth(request)
-        case Endpoint.mobileAuthStatus:
-            try require("GET", request)
-            return try await mobileAuthStatus(request)
-        case Endpoint.pushEnrolment, Endpoint.pushToken:
-            try require("POST", request)
-            return try await enrolPush(request)
-        case Endpoint.mobileAuthPending:
-            try require("GET", request)
-            return try await pendingMobileAuth(request)
-        case Endpoint.mobileAuthEvents:
-            try require("GET", request)
-            return try await mobileAuthEvents(request)
-        case Endpoint.portalMobileAuth:
-            try require("POST", request)
-            return try await startPortalMobileAuth(request)
-        default:
-            if let rest = path.dropPrefix(Endpoint.mobileAuthTransactionPrefix) {
-                let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
-                guard (16...64).contains(parts[0].utf8.count), Data(base64URLEncoded: parts[0]) != nil,
-                    parts.count == 1 || (parts.count == 2 && parts[1] == "answer")
-                else { throw ServerError(MobileAuthRequestError(.notFound), status: 404) }
-                if parts.count == 1 {
-                    try require("GET", request)
-                    return try await mobileAuthPayload(String(parts[0]), request)
-                }
-                try require("POST", request)
-                return try await answerMobileAuth(String(parts[0]), request)
-            }
-            if let id = path.dropPrefix(Endpoint.portalMobileAuth + "/") {
-                try require("GET", request)
-                return try await portalTransaction(id, request)
-            }
-            if path.hasPrefix(Endpoint.flowPrefix) {
-                let id = String(path.dropFirst(Endpoint.flowPrefix.count))
-                try require("POST", request)
-                return try await flowMessage(id: id, request)
-            }
-            throw ServerError(404, "not_found", "There is no endpoint \(path).")
+        switch Self.routes.match(method: request.method, path: path) {
+        case .handler(let handler): return try await handler(self, request)
+        case .prefix(let handler, let rest): return try await handler(self, request, rest)
+        case .methodNotAllowed(let allowed): throw Self.methodNotAllowed(request, allowed: allowed)
+        case .notFound: throw ServerError(404, "not_found", "There is no endpoint \(path).")
         }
     }
 
     // MARK: - Requests
 
-    private func require(_ method: String, _ request: WireRequest, allowed: String? = nil) throws {
-        guard request.method == method else {
-            let allowed = allowed ?? method
-            var error = ServerError(405, "invalid_request", "\(request.path) accepts \(allowed) only.")
-            error.headers["Allow"] = allowed
-            throw error
-        }
+    /// Refuses a request whose method is not `method` (for the routes that serve a path prefix).
+    func require(_ method: String, _ request: WireRequest) throws {
+        guard request.method == method else { throw Self.methodNotAllowed(request, allowed: method) }
+    }
+
+    /// 405, naming the methods the path accepts in `Allow`.
+    static func methodNotAllowed(_ request: WireRequest, allowed: String) -> ServerError {
+        var error = ServerError(405, "invalid_request", "\(request.path) accepts \(allowed) only.")
+        error.headers["Allow"] = allowed
+        return error
     }
 
     /// Decodes a JSON body strictly: size, media type, syntax, and every field's type, with the
@@ -517,7 +415,7 @@ public final class TokenServer: Sendable {
 
     // MARK: - Configuration and clients
 
-    private func serverConfiguration() -> ServerConfigurationResponse {
+    func serverConfiguration() -> ServerConfigurationResponse {
         ServerConfigurationResponse(
             identityProviders: identityProviders.map {
                 .init(
@@ -541,7 +439,7 @@ public final class TokenServer: Sendable {
         )
     }
 
-    private func registerClient(_ request: WireRequest) async throws -> WireResponse {
+    func registerClient(_ request: WireRequest) async throws -> WireResponse {
         try limit(request, by: registrationLimiter)
         let body = try decodeBody(ClientRegistrationRequest.self, request)
         let proof = try proof(request)
@@ -576,11 +474,4 @@ struct HostedAuthenticator: Sendable {
     var descriptor: AuthenticatorDescriptor
     var kind: AuthenticatorKind
     var verifier: any AuthenticatorVerifier
-}
-
-extension String {
-    /// The rest after `prefix`, or nil when the string does not start with it.
-    fileprivate func dropPrefix(_ prefix: String) -> String? {
-        hasPrefix(prefix) ? String(dropFirst(prefix.count)) : nil
-    }
 }

@@ -67,7 +67,7 @@ public enum PluginHarness {
 
     /// The problem decoding `config` into the plugin's configuration, after the entry's location;
     /// `nil` when it decodes. Only decodes, for a plugin whose factory needs what a test cannot
-    /// give it: ``configurationProblem(_:config:environment:)`` (validators, authenticators,
+    /// give it: `configurationProblem(_:config:environment:)` (validators, authenticators,
     /// identity providers) also builds the plugin, so what its factory refuses is reported too.
     public static func decodingProblem<P: Plugin>(_ plugin: P.Type, config: [String: ConfigValue]) -> String? {
         do {
