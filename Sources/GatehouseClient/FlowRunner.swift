@@ -47,6 +47,8 @@ struct FlowRunner: Sendable {
             if let id = response.profileID { outcome.profile = UserProfile(id: id) }
             let channel = FlowChannel(response, key: key)
             do {
+                // A cancelled task asks the user nothing more.
+                try Task.checkCancellation()
                 switch stage {
                 case .identity(let id):
                     let result = try await identityProvider(id).register(
@@ -101,7 +103,7 @@ struct FlowRunner: Sendable {
                     // task was cancelled, hence a task of its own.
                     let cancelled = response
                     await Task { _ = try? await control(.cancel, cancelled) }.value
-                    if error is CancellationError { throw GenericError(.actionCancelled) }
+                    if error is CancellationError || Task.isCancelled { throw GenericError(.actionCancelled) }
                     throw error
                 }
                 guard let next = refusal.flowStage else { throw error }

@@ -16,6 +16,8 @@ struct ServerCalls: Sendable {
     struct Refusal: Error {
         var error: any DomainError
         var body: ErrorBody?
+        /// The HTTP status.
+        var status = 0
     }
 
     func call<Response: Decodable>(
@@ -100,9 +102,16 @@ struct ServerCalls: Sendable {
     /// The refusal an error response stands for.
     func refusal(_ response: WireResponse, errors: WireErrors.Context) -> Refusal {
         guard let error = try? WireCoding.decode(ErrorBody.self, from: response.body) else {
-            return Refusal(error: GenericError(.unknown, message: "The server answered HTTP \(response.status)."))
+            return Refusal(
+                error: GenericError(.unknown, message: "The server answered HTTP \(response.status)."),
+                status: response.status
+            )
         }
-        return Refusal(error: WireErrors.domainError(error, status: response.status, context: errors), body: error)
+        return Refusal(
+            error: WireErrors.domainError(error, status: response.status, context: errors),
+            body: error,
+            status: response.status
+        )
     }
 }
 

@@ -108,8 +108,11 @@ extension UserClient {
             }
         }
         let outcome = try await deregisteringOnRefusal(profile) {
-            try await self.runner(key: session.key, responder: ChallengeResponders.authenticatorRegistration(delegate))
-                .run(start, profile: profile)
+            try await self.runFlow(
+                self.runner(key: session.key, responder: ChallengeResponders.authenticatorRegistration(delegate)),
+                start,
+                profile: profile
+            )
         }
         try store.save(outcome.changes, profile: profile.id, server: server)
         configuration.logger.info(

@@ -362,11 +362,14 @@ extension UserClient {
         }
         // The method needs an authenticator: run the flow the server started for it.
         let outcome = try await deregisteringOnRefusal(request.profile) {
-            try await self.runner(
-                key: keys.profileKey,
-                responder: ChallengeResponders.mobileAuthentication(delegate, request: request)
+            try await self.runFlow(
+                self.runner(
+                    key: keys.profileKey,
+                    responder: ChallengeResponders.mobileAuthentication(delegate, request: request)
+                ),
+                flow,
+                profile: request.profile
             )
-            .run(flow, profile: request.profile)
         }
         try store.save(outcome.changes, profile: request.profile.id, server: server)
         return .approved(info: outcome.info ?? outcome.final.info)

@@ -18,6 +18,8 @@ public actor UserClient {
     /// The device token: the installation's own, no user.
     var deviceSession: DeviceSession?
     private var busy = false
+    /// The flow the running action has open, for ``cancelFlowInProgress(timeout:)``.
+    let flows = FlowsInProgress()
     /// Payloads the events channel brought, by transaction, until the request is handled.
     var receivedPayloads: [String: SealedBox] = [:]
 
@@ -107,7 +109,7 @@ public actor UserClient {
         delegate: any RegistrationDelegate
     ) async throws -> RegistrationSuccess {
         try begin()
-        defer { busy = false }
+        defer { end() }
         let offered: ServerConfigurationResponse = try await calls.call("GET", Endpoint.configuration)
         guard
             let provider = offered.identityProviders.first(where: {
@@ -164,12 +166,11 @@ public actor UserClient {
             throw error
         }
         await delegate.registrationDidStart(identityProvider: descriptor)
-        let outcome = try await runner(
-            key: device.key,
-            responder: ChallengeResponders.registration(delegate),
-            scopes: scopes
+        let outcome = try await runFlow(
+            runner(key: device.key, responder: ChallengeResponders.registration(delegate), scopes: scopes),
+            start,
+            profile: nil
         )
-        .run(start, profile: nil)
         guard let profile = outcome.profile, let tokens = outcome.final.tokens else {
             throw GenericError(.requestInvalid, message: "The server finished the registration without a session.")
         }
@@ -209,7 +210,7 @@ public actor UserClient {
         delegate: any AuthenticationDelegate
     ) async throws -> CustomInfo? {
         try begin()
-        defer { busy = false }
+        defer { end() }
         guard let stored = try store.profile(profile.id, server: server) else {
             throw GenericError(
                 .userDeregistered,
@@ -245,7 +246,8 @@ public actor UserClient {
             started = try await start(with: pinID)
         }
         let outcome = try await deregisteringOnRefusal(profile) {
-            try await self.runner(key: stored.key, responder: ChallengeResponders.authentication(delegate)).run(
+            try await self.runFlow(
+                self.runner(key: stored.key, responder: ChallengeResponders.authentication(delegate)),
                 started,
                 profile: profile
             )
@@ -268,7 +270,7 @@ public actor UserClient {
     /// `DeregistrationError.localDeregistration` says so.
     public func deregisterUser(_ profile: UserProfile) async throws {
         try begin()
-        defer { busy = false }
+        defer { end() }
         guard let stored = try store.profile(profile.id, server: server) else { return }
         if session?.profile == profile { session = nil }
         if implicitSession?.profile == profile { implicitSession = nil }
@@ -299,7 +301,7 @@ public actor UserClient {
     /// the server's policy. A failed change leaves the old PIN working.
     public func changePin(delegate: any ChangePinDelegate) async throws {
         try begin()
-        defer { busy = false }
+        defer { end() }
         guard let current = session else { throw ChangePinError(.userNotAuthenticated) }
         guard !current.stateless else { throw ChangePinError(.statelessUser) }
         let profile = current.profile
@@ -309,7 +311,8 @@ public actor UserClient {
             }
         }
         let outcome = try await deregisteringOnRefusal(profile) {
-            try await self.runner(key: current.key, responder: ChallengeResponders.changePin(delegate)).run(
+            try await self.runFlow(
+                self.runner(key: current.key, responder: ChallengeResponders.changePin(delegate)),
                 start,
                 profile: profile
             )
@@ -322,9 +325,13 @@ public actor UserClient {
     func begin() throws {
         guard !busy else { throw GenericError(.actionAlreadyInProgress) }
         busy = true
+        flows.begin()
     }
 
-    func end() { busy = false }
+    func end() {
+        busy = false
+        flows.end()
+    }
 
     func runner(key: P256.Signing.PrivateKey, responder: any ChallengeResponder, scopes: [String] = []) -> FlowRunner {
         FlowRunner(

@@ -25,22 +25,18 @@ enum Terminal {
             FileHandle.standardError.write(Data(prompt.utf8))
             return readLine(strippingNewline: true)
         }
-        tcgetattr(STDIN_FILENO, &echoingTerminal)
-        var silent = echoingTerminal
+        var echoing = termios()
+        tcgetattr(STDIN_FILENO, &echoing)
+        var silent = echoing
         silent.c_lflag &= ~tcflag_t(ECHO)
         // Ctrl-C while echo is off must not leave the user's terminal silent.
-        let previous = signal(SIGINT) { number in
-            tcsetattr(STDIN_FILENO, TCSANOW, &echoingTerminal)
-            _ = "\n".withCString { write(STDERR_FILENO, $0, 1) }
-            signal(number, SIG_DFL)
-            raise(number)
-        }
+        Interruption.readingSecret(restoring: echoing)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
         // Shown once echo is off: what is typed after seeing it is neither echoed nor flushed.
         FileHandle.standardError.write(Data(prompt.utf8))
         defer {
-            tcsetattr(STDIN_FILENO, TCSAFLUSH, &echoingTerminal)
-            signal(SIGINT, previous)
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &echoing)
+            Interruption.readingSecret(restoring: nil)
             FileHandle.standardError.write(Data("\n".utf8))
         }
         return readLine(strippingNewline: true)
@@ -70,10 +66,6 @@ enum Terminal {
         }
     }
 }
-
-/// The terminal's settings while a secret is read, for the SIGINT handler to put back. Written
-/// only before the handler is installed.
-nonisolated(unsafe) private var echoingTerminal = termios()
 
 /// The device commands' delegate: every challenge becomes a prompt.
 struct TerminalDelegate: RegistrationDelegate, ChangePinDelegate, AuthenticatorRegistrationDelegate,

@@ -130,7 +130,7 @@ enum CommandSupport {
             source = try await published(by: transport)
         }
         let plugins = try registry.load(source, environment: environment(logger: logger), sides: .client)
-        return try UserClient(
+        let client = try UserClient(
             configuration: ClientConfiguration(
                 dataDirectory: URL(fileURLWithPath: device.dataDir),
                 transport: transport,
@@ -139,6 +139,9 @@ enum CommandSupport {
                 logger: logger
             )
         )
+        // Ctrl-C cancels the flow in progress at the server before the command exits.
+        Interruption.cancelsFlows(of: client)
+        return client
     }
 
     /// A client for what stays on the device (its profiles): no server, no plugins.
@@ -221,6 +224,8 @@ enum CommandSupport {
     /// Prints an error as one line (a Gatehouse error with its code), and exits with its status
     /// from the table in the README.
     static func fail(_ error: any Error) -> ExitCode {
+        // Ctrl-C ended the command's flow: it exits 130 without a line about the cancellation.
+        if Interruption.isInterrupted { Interruption.exitInterrupted() }
         FileHandle.standardError.write(Data("error: \(sentence(error))\n".utf8))
         return ExitCode(status(of: error))
     }
@@ -313,6 +318,7 @@ enum ExitStatus {
     static let temporaryFailure: Int32 = 75
     /// EX_CONFIG: the manifest cannot be used.
     static let configuration: Int32 = 78
-    /// A second Ctrl-C stopped `serve` at once (128 + SIGINT, as shells report it).
+    /// Ctrl-C stopped a device command (its flow cancelled at the server), or a second one
+    /// stopped `serve` at once (128 + SIGINT, as shells report it).
     static let interrupted: Int32 = 130
 }
