@@ -54,7 +54,7 @@ extension ServerStore {
                         arguments: [row.profileID, authenticator, data, now]
                     )
                 } catch is UniqueConstraintViolation {
-                    throw ServerError(AuthenticationError(.authenticatorAlreadyRegistered), status: 409)
+                    throw StoreRefusal.conflict(AuthenticationError(.authenticatorAlreadyRegistered))
                 }
                 events.append(.registrationStored(authenticator: authenticator))
             case .storeRegistration(let authenticator, let data):
@@ -147,7 +147,7 @@ extension ServerStore {
                     events: events
                 )
             }
-            throw ServerError(500, "server_error", "The flow produced no answer.")
+            throw StoreRefusal.inconsistent("The flow produced no answer.")
         }
         return FlowApplied(
             flowID: row.id,
@@ -193,9 +193,7 @@ extension ServerStore {
             arguments: [row.id, row.clientID, row.identityProvider, identity.subject, now]
         )
         guard overlapping != true else {
-            throw ServerError(
-                409,
-                "registration_in_progress",
+            throw StoreRefusal.registrationInProgress(
                 "Another registration of this user is checking an answer on this device; try again in a moment."
             )
         }
@@ -225,7 +223,7 @@ extension ServerStore {
             )
             if taken != true { return id }
         }
-        throw ServerError(503, "temporarily_unavailable", "Could not allocate a profile id; try again.")
+        throw StoreRefusal.busy("Could not allocate a profile id; try again.")
     }
 
     /// Writes the registered profile. A re-registration replaces the device key, so the old
@@ -233,7 +231,7 @@ extension ServerStore {
     private func createProfile(_ row: FlowRow, now: Double, _ db: any SQLSession) throws {
         guard let profileID = row.profileID, let subject = row.state.subject,
             let identityProvider = row.identityProvider, let profileKey = row.profileKey
-        else { throw ServerError(500, "server_error", "The registration flow is incomplete.") }
+        else { throw StoreRefusal.inconsistent("The registration flow is incomplete.") }
         // A re-registration replaces the profile's key: nothing may use the old one meanwhile.
         try lockProfile(profileID, db)
         try db.execute(sql: "DELETE FROM families WHERE profile_id = ?", arguments: [profileID])
@@ -263,9 +261,7 @@ extension ServerStore {
                 ]
             )
         } catch is UniqueConstraintViolation {
-            throw ServerError(
-                409,
-                "registration_in_progress",
+            throw StoreRefusal.registrationInProgress(
                 "This user was registered on this device by another registration meanwhile; authenticate instead."
             )
         }

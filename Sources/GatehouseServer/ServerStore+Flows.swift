@@ -52,24 +52,22 @@ extension ServerStore {
                 )
             }
             guard !(profile["stateless"] as Bool) else {
-                throw ServerError(
-                    400,
-                    "invalid_grant",
-                    "A stateless registration has no authenticators; register again for a new session.",
-                    code: 9033
+                throw MobileAuthEnrollmentError(
+                    .statelessUser,
+                    message: "A stateless registration has no authenticators; register again for a new session."
                 )
             }
             guard profile["key_thumbprint"] == proof.keyThumbprint else {
-                throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
+                throw StoreRefusal.proof("The DPoP proof is not signed by this profile's key.")
             }
             switch requirement {
             case .registered(let authenticator):
                 guard try self.hasRegistration(profileID, authenticator, db) else {
-                    throw ServerError(AuthenticationError(.authenticatorNotRegistered))
+                    throw AuthenticationError(.authenticatorNotRegistered)
                 }
             case .notRegistered(let authenticator):
                 guard try !self.hasRegistration(profileID, authenticator, db) else {
-                    throw ServerError(AuthenticationError(.authenticatorAlreadyRegistered), status: 409)
+                    throw StoreRefusal.conflict(AuthenticationError(.authenticatorAlreadyRegistered))
                 }
             }
             try self.record(proof, db)
@@ -100,20 +98,14 @@ extension ServerStore {
         try await lookup { db in
             guard let stored = try SQLRow.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id])
             else {
-                throw ServerError(404, "not_found", "The flow does not exist; start again.")
+                throw StoreRefusal.flowNotFound
             }
             let flow = try FlowRow(stored)
             guard flow.keyThumbprint == keyThumbprint else {
-                throw ServerError.invalidProof("The DPoP proof is not signed by the key that started the flow.")
+                throw StoreRefusal.proof("The DPoP proof is not signed by the key that started the flow.")
             }
             guard flow.expiresAt > now else {
-                let registration = flow.state.plan.kind == .registration
-                throw ServerError(
-                    404,
-                    "not_found",
-                    "The flow expired; start again.",
-                    code: registration ? RegistrationError.Code.customRegistrationExpired : nil
-                )
+                throw StoreRefusal.flowExpired(registration: flow.state.plan.kind == .registration)
             }
             var registration: Data?
             var subject = flow.state.subject
@@ -124,10 +116,10 @@ extension ServerStore {
                         sql: "SELECT subject, key_thumbprint FROM profiles WHERE id = ?",
                         arguments: [profileID]
                     )
-                else { throw ServerError.userDeregistered }
+                else { throw StoreRefusal.userDeregistered }
                 // A flow started with a key the profile no longer has (it was registered again).
                 guard owner["key_thumbprint"] == flow.keyThumbprint else {
-                    throw ServerError.invalidProof(
+                    throw StoreRefusal.proof(
                         "The profile was registered again; this flow's key is no longer its key."
                     )
                 }
@@ -170,7 +162,7 @@ extension ServerStore {
             var machine = FlowMachine(state: row.state)
             // A profile deregistered since the flow was read has no counter: refuse, never ask the plugin.
             guard let counter = try self.counter(profileID, excluding: row.id, now: proof.now, db) else {
-                throw ServerError.userDeregistered
+                throw StoreRefusal.userDeregistered
             }
             let actions = machine.messageArrived(counter: counter)
             let applied = try self.apply(actions, to: &row, now: proof.now, db, answerRequired: false)
@@ -259,7 +251,7 @@ extension ServerStore {
             arguments: [row.id, row.version, now]
         )
         guard db.changesCount == 1 else {
-            throw ServerError(409, "invalid_request", "The flow was continued by another request, or expired.")
+            throw StoreRefusal.flowTaken
         }
         row.version += 1
         // What this step reads of its profile (the registration it checks an answer against,
@@ -307,7 +299,7 @@ extension ServerStore {
     private func counter(_ row: FlowRow, now: Double, _ db: any SQLSession) throws -> AttemptCounter? {
         guard row.state.plan.kind != .registration, let profileID = row.profileID else { return nil }
         guard let counter = try counter(profileID, excluding: row.id, now: now, db) else {
-            throw ServerError.userDeregistered
+            throw StoreRefusal.userDeregistered
         }
         return counter
     }

@@ -27,7 +27,7 @@ extension ServerStore {
         try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             guard !session.stateless else {
-                throw ServerError(MobileAuthEnrollmentError(.statelessUser), status: 403)
+                throw StoreRefusal.forbidden(MobileAuthEnrollmentError(.statelessUser))
             }
             // One enrolment of a user at a time: what `single` and `override` decide from the
             // other devices' enrolments must still hold when this one commits.
@@ -47,7 +47,7 @@ extension ServerStore {
             )
             switch mode {
             case .single where !others.isEmpty:
-                throw ServerError(MobileAuthEnrollmentError(.userAlreadyEnrolled), status: 409)
+                throw StoreRefusal.conflict(MobileAuthEnrollmentError(.userAlreadyEnrolled))
             case .override:
                 for other in others {
                     try db.execute(
@@ -98,17 +98,15 @@ extension ServerStore {
             )
             let disenrolled = enrolment?["disenrolled"] as Bool?
             guard disenrolled == false else {
-                throw ServerError(
+                throw StoreRefusal.conflict(
                     disenrolled == true
                         ? MobileAuthEnrollmentError(.notEnrolled, message: "The profile was disenrolled; enrol again.")
-                        : MobileAuthEnrollmentError(.notEnrolled),
-                    status: 409
+                        : MobileAuthEnrollmentError(.notEnrolled)
                 )
             }
             if refresh, enrolment?["push_token"] as String? == nil {
-                throw ServerError(
-                    MobileAuthEnrollmentError(.notEnrolled, message: "Enrol for push first; then refresh its token."),
-                    status: 409
+                throw StoreRefusal.conflict(
+                    MobileAuthEnrollmentError(.notEnrolled, message: "Enrol for push first; then refresh its token.")
                 )
             }
             try self.record(proof, db)
@@ -118,7 +116,7 @@ extension ServerStore {
                     arguments: [pushToken, platform.rawValue, session.profileID]
                 )
             } catch is UniqueConstraintViolation {
-                throw ServerError(MobileAuthEnrollmentError(.deviceAlreadyEnrolled), status: 409)
+                throw StoreRefusal.conflict(MobileAuthEnrollmentError(.deviceAlreadyEnrolled))
             }
             return try self.enrolmentStatus(session.profileID, db)
         }
@@ -190,12 +188,7 @@ extension ServerStore {
                 arguments: [new.user.identityProvider, new.user.subject]
             )
             guard !devices.isEmpty else {
-                throw ServerError(
-                    404,
-                    "not_found",
-                    "The user has no device enrolled for mobile authentication.",
-                    code: 1001
-                )
+                throw StoreRefusal.noEnrolledDevice
             }
             if new.type.supersedesPending {
                 let superseded = try String.fetchAll(

@@ -20,14 +20,14 @@ extension ServerStore {
                     """,
                 arguments: [profileID]
             )
-        else { throw ServerError.userDeregistered }
+        else { throw StoreRefusal.userDeregistered }
         guard row["key_thumbprint"] == proof.keyThumbprint else {
-            throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
+            throw StoreRefusal.proof("The DPoP proof is not signed by this profile's key.")
         }
         guard let disenrolled = row["disenrolled"] as Bool? else {
-            throw ServerError(MobileAuthRequestError(.notEnrolled), status: 403)
+            throw StoreRefusal.forbidden(MobileAuthRequestError(.notEnrolled))
         }
-        guard !disenrolled else { throw ServerError(MobileAuthRequestError(.userDisenrolled), status: 403) }
+        guard !disenrolled else { throw StoreRefusal.forbidden(MobileAuthRequestError(.userDisenrolled)) }
         return row
     }
 
@@ -121,7 +121,7 @@ extension ServerStore {
                     """,
                 arguments: [transactionID, profileID]
             )
-        else { throw ServerError(MobileAuthRequestError(.notFound), status: 404) }
+        else { throw StoreRefusal.notFound(MobileAuthRequestError(.notFound)) }
         return row
     }
 
@@ -129,10 +129,10 @@ extension ServerStore {
     private func requireOpen(_ transaction: SQLRow, now: Double) throws {
         let status: String = transaction["status"]
         guard status != "expired", (transaction["expires_at"] as Double) > now || status != "pending" else {
-            throw ServerError(MobileAuthRequestError(.notFound, message: "The request expired."), status: 404)
+            throw StoreRefusal.notFound(MobileAuthRequestError(.notFound, message: "The request expired."))
         }
         guard status == "pending" else {
-            throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409)
+            throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled))
         }
     }
 
@@ -161,11 +161,11 @@ extension ServerStore {
             guard let opened = try? sealed.open(with: serverKey, purpose: .answer, transactionID: transactionID),
                 let answer = try? WireCoding.decode(MobileAuthAnswer.self, from: opened),
                 answer.transactionID == transactionID
-            else { throw ServerError.invalidRequest("The answer could not be opened for this transaction.") }
+            else { throw StoreRefusal.request("The answer could not be opened for this transaction.") }
             let nonceHash: Data = row["nonce_hash"]
-            guard !nonceHash.isEmpty else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
+            guard !nonceHash.isEmpty else { throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled)) }
             guard ConstantTime.equals(Data(SHA256.hash(data: answer.nonce.data)), nonceHash) else {
-                throw ServerError.invalidRequest("The answer does not carry this request's nonce.")
+                throw StoreRefusal.request("The answer does not carry this request's nonce.")
             }
             try self.record(proof, db)
             try db.execute(
@@ -214,7 +214,7 @@ extension ServerStore {
             let method = MobileAuthMethod(rawValue: row["method"]) ?? .confirmation
             guard method != .confirmation else {
                 guard try self.end(transactionID, status: .approved, reason: nil, now: proof.now, by: profileID, db)
-                else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
+                else { throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled)) }
                 try db.execute(
                     sql: "UPDATE mobile_transactions SET authentication_method = 'confirmation' WHERE id = ?",
                     arguments: [transactionID]
@@ -251,7 +251,7 @@ extension ServerStore {
         guard let jwk = answer.publicKey, jwk.thumbprint == device["key_thumbprint"], let key = jwk.publicKey(),
             let signatureData = answer.signature?.data,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData)
-        else { throw ServerError.invalidRequest("This type signs transactions: sign with the profile's key.") }
+        else { throw StoreRefusal.request("This type signs transactions: sign with the profile's key.") }
         let verified = key.isValidSignature(signature, for: content)
         try db.execute(
             sql: """
@@ -288,7 +288,7 @@ extension ServerStore {
                 guard case .authenticate(let id) = wanted.stages.first else { return nil }
                 return (try? self.hasRegistration(profileID, id, db)) == true ? wanted : plan(typeName, true)
             })
-        else { throw ServerError(500, "server_error", "The transaction's type is no longer configured.") }
+        else { throw StoreRefusal.inconsistent("The transaction's type is no longer configured.") }
         var row = FlowRow(
             id: Data.random(count: 24).base64URLEncodedString,
             clientID: profile["client_id"],

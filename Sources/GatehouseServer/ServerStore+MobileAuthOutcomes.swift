@@ -17,11 +17,11 @@ extension ServerStore {
             sql: "SELECT 1 FROM mobile_transactions WHERE id = ? AND status = 'pending' AND expires_at > ?",
             arguments: [id, now]
         )
-        guard open == true else { throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409) }
+        guard open == true else { throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled)) }
         let method = flow.state.plan.stages.first.map(\.plugin)
         // Ended by another device's answer (or superseded) since the check: not approved here.
         guard try end(id, status: .approved, reason: nil, now: now, by: flow.profileID, db) else {
-            throw ServerError(MobileAuthRequestError(.alreadyHandled), status: 409)
+            throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled))
         }
         try db.execute(
             sql: "UPDATE mobile_transactions SET authentication_method = ? WHERE id = ?",

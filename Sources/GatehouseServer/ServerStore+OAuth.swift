@@ -24,9 +24,7 @@ extension ServerStore {
                     arguments: [proof.keyThumbprint]
                 )
             else {
-                throw ServerError(
-                    401,
-                    "invalid_client",
+                throw StoreRefusal.unknownInstallation(
                     "No installation is registered with this DPoP key; register it at \(Endpoint.clients) first."
                 )
             }
@@ -68,12 +66,12 @@ extension ServerStore {
                         """,
                     arguments: [profileID]
                 ), Self.isCurrent(profile, now: proof.now)
-            else { throw ServerError.userDeregistered }
+            else { throw StoreRefusal.userDeregistered }
             guard profile["key_thumbprint"] == proof.keyThumbprint else {
-                throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
+                throw StoreRefusal.proof("The DPoP proof is not signed by this profile's key.")
             }
             guard !(profile["stateless"] as Bool) else {
-                throw ServerError.invalidGrant("A stateless registration cannot authenticate implicitly.")
+                throw StoreRefusal.grant("A stateless registration cannot authenticate implicitly.")
             }
             let scope = try grant(profile["app_id"], profile["scope"])
             try self.record(proof, db)

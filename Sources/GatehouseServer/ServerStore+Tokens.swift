@@ -83,18 +83,14 @@ extension ServerStore {
                 sql: "SELECT key_thumbprint, scope FROM profiles WHERE id = ?",
                 arguments: [profileID]
             )
-        else { throw ServerError.userDeregistered }
+        else { throw StoreRefusal.userDeregistered }
         if let grant = flow.state.grant,
             try Bool.fetchOne(db, sql: #"SELECT TRUE FROM replayed_grants WHERE "grant" = ?"#, arguments: [grant])
                 == true
         {
-            throw ServerError(
-                RegistrationError(
-                    .externalIdentityProviderFailure,
-                    message:
-                        "The sign-in this registration came from was used twice; nothing was issued. Sign in again."
-                ),
-                status: 400
+            throw RegistrationError(
+                .externalIdentityProviderFailure,
+                message: "The sign-in this registration came from was used twice; nothing was issued. Sign in again."
             )
         }
         return try issueTokens(
@@ -128,16 +124,16 @@ extension ServerStore {
                     """,
                 arguments: [Self.tokenHash(token)]
             )
-        else { throw ServerError.invalidToken("The access token is not valid.") }
+        else { throw StoreRefusal.accessToken("The access token is not valid.") }
         guard !(row["revoked"] as Bool), !(row["family_revoked"] as Bool) else {
-            throw ServerError.invalidToken("The access token was revoked.")
+            throw StoreRefusal.accessToken("The access token was revoked.")
         }
-        guard (row["expires_at"] as Double) > now else { throw ServerError.invalidToken("The access token expired.") }
+        guard (row["expires_at"] as Double) > now else { throw StoreRefusal.accessToken("The access token expired.") }
         if let registrationEnds = row["profile_expires_at"] as Double?, registrationEnds <= now {
-            throw ServerError.invalidToken("The registration expired; register again.")
+            throw StoreRefusal.accessToken("The registration expired; register again.")
         }
         guard row["key_thumbprint"] == keyThumbprint else {
-            throw ServerError.invalidToken("The access token is bound to another device.")
+            throw StoreRefusal.accessToken("The access token is bound to another device.")
         }
         return AccessSession(
             profileID: row["profile_id"],
@@ -165,7 +161,7 @@ extension ServerStore {
 
     enum RefreshOutcome: Sendable {
         case rotated(TokenResponse)
-        case refused(ServerError)
+        case refused(StoreRefusal)
         /// A rotated token came back: someone holds a copy; its family is revoked.
         case reused(profileID: String)
     }
@@ -174,7 +170,7 @@ extension ServerStore {
     /// live family, authenticated by its MAC) revokes the whole family (RFC 9700 §4.14.2): the
     /// refusal is committed with the revocation.
     func refresh(_ refreshToken: String, proof: ProofUse) async throws -> RefreshOutcome {
-        let notValid = ServerError.invalidGrant("The refresh token is not valid.")
+        let notValid = StoreRefusal.grant("The refresh token is not valid.")
         guard let presented = RefreshToken(refreshToken, key: refreshTokenKey) else { return .refused(notValid) }
         let presentedHash = Self.tokenHash(refreshToken)
         return try await write { db in
@@ -190,9 +186,9 @@ extension ServerStore {
                 )
             else { return .refused(notValid) }
             guard family["key_thumbprint"] == proof.keyThumbprint else {
-                return .refused(.invalidGrant("The refresh token is bound to another device."))
+                return .refused(.grant("The refresh token is bound to another device."))
             }
-            guard !(family["revoked"] as Bool) else { return .refused(.invalidGrant("The refresh token was revoked.")) }
+            guard !(family["revoked"] as Bool) else { return .refused(.grant("The refresh token was revoked.")) }
             let current: Int64 = family["generation"]
             if presented.generation < current {
                 try self.record(proof, db)
@@ -206,20 +202,15 @@ extension ServerStore {
                     arguments: [presentedHash]
                 )
             else { return .refused(notValid) }
-            guard !(row["revoked"] as Bool) else { return .refused(.invalidGrant("The refresh token was revoked.")) }
+            guard !(row["revoked"] as Bool) else { return .refused(.grant("The refresh token was revoked.")) }
             guard (row["expires_at"] as Double) > proof.now else {
-                return .refused(.invalidGrant("The refresh token expired."))
+                return .refused(.grant("The refresh token expired."))
             }
             // Past the registration's validity the profile is over: it goes, and the device hears
             // the user was deregistered (it must register again).
             if let registrationEnds = family["profile_expires_at"] as Double?, registrationEnds <= proof.now {
                 try self.deleteProfile(family["profile_id"], now: proof.now, db)
-                return .refused(
-                    .invalidGrant(
-                        "The registration expired; register again.",
-                        code: GenericError.Code.userDeregistered
-                    )
-                )
+                return .refused(.registrationExpired)
             }
             try self.record(proof, db)
             return .rotated(
@@ -280,7 +271,7 @@ extension ServerStore {
                 )
             else { return false }
             guard key == proof.keyThumbprint else {
-                throw ServerError.invalidProof("The DPoP proof is not signed by this profile's key.")
+                throw StoreRefusal.proof("The DPoP proof is not signed by this profile's key.")
             }
             try self.record(proof, db)
             try self.deleteProfile(profileID, now: proof.now, db)
@@ -309,7 +300,7 @@ extension ServerStore {
         try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             guard try self.hasRegistration(session.profileID, authenticator, db) else {
-                throw ServerError(AuthenticationError(.authenticatorNotRegistered))
+                throw AuthenticationError(.authenticatorNotRegistered)
             }
             try self.record(proof, db)
             try db.execute(
@@ -317,7 +308,7 @@ extension ServerStore {
                 arguments: [session.profileID, authenticator]
             )
             // Removed by a request that ran at the same time: this one removed nothing.
-            guard db.changesCount == 1 else { throw ServerError(AuthenticationError(.authenticatorNotRegistered)) }
+            guard db.changesCount == 1 else { throw AuthenticationError(.authenticatorNotRegistered) }
             return session.profileID
         }
     }

@@ -140,7 +140,7 @@ final class ServerStore: Sendable {
                 arguments: [proof.keyThumbprint + ":" + proof.jti, proof.now + 2 * DPoP.allowedClockSkew]
             )
         } catch is UniqueConstraintViolation {
-            throw ServerError.invalidProof("The DPoP proof was already used.")
+            throw StoreRefusal.proof("The DPoP proof was already used.")
         }
     }
 

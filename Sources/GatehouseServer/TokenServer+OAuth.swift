@@ -73,7 +73,7 @@ extension TokenServer: TokenIntrospecting {
         case .rotated(let tokens):
             return try json(tokens)
         case .refused(let refusal):
-            throw refusal
+            throw ServerError(refusal)
         case .reused(let profileID):
             metrics.event("refresh_token_reuse")
             audit.warning(

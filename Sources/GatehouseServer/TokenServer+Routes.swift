@@ -70,10 +70,8 @@ extension TokenServer {
         do {
             try await checkReadiness(within: Self.readinessTimeout)
         } catch {
-            logger.error(
-                "Not ready: the database did not answer",
-                metadata: ["error": "\((error as? ServerError)?.body.errorDescription ?? "\(error)")"]
-            )
+            let reason = (error as? StoreRefusal).map { ServerError($0).body.errorDescription } ?? "\(error)"
+            logger.error("Not ready: the database did not answer", metadata: ["error": "\(reason)"])
             throw ServerError(503, "temporarily_unavailable", "The database does not answer.")
         }
         return try json(["status": "ready"])

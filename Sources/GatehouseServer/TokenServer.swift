@@ -298,7 +298,11 @@ public final class TokenServer: Sendable {
 
     private func answer(_ request: WireRequest) async -> WireResponse {
         do {
-            return try await route(request)
+            do {
+                return try await route(request)
+            } catch let refusal as StoreRefusal {
+                throw ServerError(refusal)
+            }
         } catch var error as ServerError {
             // A request that presents an access token is a protected resource's (RFC 9449 §7.1).
             if request.header("Authorization")?.lowercased().hasPrefix("dpop ") == true { error = error.atResource() }

@@ -47,22 +47,18 @@ extension PostgresSession {
                 unavailable.reason == .stopping
                 ? "The server is stopping; try again."
                 : "The server's database is busy or unreachable; try again."
-            return ServerError(503, "temporarily_unavailable", message)
+            return StoreRefusal.busy(message)
         }
         // The connection's channel failed underneath postgres-nio (reset, closed mid-write).
         if error is ChannelError || error is IOError {
-            return ServerError(503, "temporarily_unavailable", "The server's database is unreachable; try again.")
+            return StoreRefusal.busy("The server's database is unreachable; try again.")
         }
         guard let error = error as? PSQLError else { return error }
         if isSerializationFailure(error) {
-            return ServerError(503, "temporarily_unavailable", "The server is busy with this account; try again.")
+            return StoreRefusal.busy("The server is busy with this account; try again.")
         }
         if isUnavailable(error) {
-            return ServerError(
-                503,
-                "temporarily_unavailable",
-                "The server's database is busy or unreachable; try again."
-            )
+            return StoreRefusal.busy("The server's database is busy or unreachable; try again.")
         }
         return PostgresSessionError(description: describe(error))
     }
