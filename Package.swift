@@ -6,6 +6,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "GatehouseKernel", targets: ["GatehouseKernel"]),
+        // The wire types and proofs that the SDK and the token server share; an integrator's own
+        // API (GatehouseResourceServer) and the benchmark use them too.
+        .library(name: "GatehouseProtocol", targets: ["GatehouseProtocol"]),
         .library(name: "GatehouseYAML", targets: ["GatehouseYAML"]),
         .library(name: "GatehousePlugins", targets: ["GatehousePlugins"]),
         .library(name: "GatehouseTesting", targets: ["GatehouseTesting"]),
@@ -23,7 +26,6 @@ let package = Package(
         .library(name: "InvitationIdentityProvider", targets: ["InvitationIdentityProvider"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
-        .executable(name: "gatehouse-bench", targets: ["GatehouseBenchmark"]),
         .executable(name: "xignin-registration", targets: ["XignInRegistration"]),
         .executable(name: "totp-gatehouse", targets: ["ThirdPartyAuthenticator"]),
         .executable(name: "pin-length-store", targets: ["PinLengthStore"]),
@@ -52,8 +54,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         // The server side's own HTTP calls (callbacks, webhooks, introspection).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        // The benchmark's latency percentiles.
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // The token server's PostgreSQL store, for several instances on one database.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
@@ -325,27 +325,8 @@ let package = Package(
             path: "Examples/ResourceGateway"
         ),
 
-        // Benchmarks: `swift run -c release gatehouse-bench` (see docs/PERFORMANCE.md).
-        .executableTarget(
-            name: "GatehouseBenchmark",
-            dependencies: [
-                "GatehouseKernel", "GatehouseProtocol", "GatehouseClient", "GatehousePlugins", "GatehouseYAML",
-                "BiometricAuthenticator", "GatehouseTesting",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ],
-            path: "Benchmarks/GatehouseBenchmark"
-        ),
+        // The benchmark is a package of its own (Benchmarks/Package.swift), so integrators resolve
+        // none of its dependencies.
 
         // Tests: one target per plugin (that plugin + kernel + GatehouseTesting only), plus the rest.
         .testTarget(

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseProtocol
 import Histogram
 import _CryptoExtras
@@ -201,68 +200,6 @@ struct CryptoFloors {
         for operation in Options.loadOperations {
             print(String(format: "  %-10@ %8.4f ms", operation as NSString, milliseconds[operation] ?? 0))
         }
-    }
-}
-
-// MARK: - The token table
-
-/// The server's token table, read and filled from beside the server (SQLite allows it): filler
-/// sessions of a filler user, each an access and a refresh token as a real session has.
-struct TokenTable {
-    let queue: DatabaseQueue
-
-    init(path: String) throws {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(30)
-        queue = try DatabaseQueue(path: path, configuration: configuration)
-    }
-
-    func count() throws -> Int {
-        try queue.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tokens") ?? 0 }
-    }
-
-    /// Adds filler tokens until the table holds `target`; returns how many it holds.
-    func fill(upTo target: Int) throws -> Int {
-        var missing = target - (try count())
-        let now = Date().timeIntervalSince1970
-        try queue.write { db in
-            try db.execute(
-                sql: """
-                    INSERT OR IGNORE INTO clients (id, app_id, key_thumbprint, created_at)
-                    VALUES ('bench-filler', 'gatehouse-example', 'bench-filler', ?);
-                    INSERT OR IGNORE INTO profiles (id, client_id, identity_provider, subject, scope, key_thumbprint,
-                        created_at)
-                    VALUES ('bench-filler', 'bench-filler', 'demo-api', 'filler@example.com', 'read', 'bench-filler', ?)
-                    """,
-                arguments: [now, now]
-            )
-        }
-        while missing > 0 {
-            let batch = min(missing, 100_000)
-            let tag = UUID().uuidString.prefix(8)
-            try queue.write { db in
-                let family = try db.makeStatement(
-                    sql: "INSERT INTO families (id, profile_id) VALUES (?, 'bench-filler')"
-                )
-                let token = try db.makeStatement(
-                    sql: """
-                        INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
-                        VALUES (?, ?, ?, 'bench-filler', 'bench-filler', 'read', ?, ?)
-                        """
-                )
-                for index in 0..<batch {
-                    let kind = index.isMultiple(of: 2) ? "access" : "refresh"
-                    let familyID = "filler-\(tag)-\(index / 2)"
-                    if kind == "access" { try family.execute(arguments: [familyID]) }
-                    try token.execute(arguments: [Data.random(count: 32), kind, familyID, now, now + 86_400])
-                }
-            }
-            missing -= batch
-        }
-        // The filling is not part of any measurement: its log is copied into the database now,
-        // not by the server's checkpoints while it is being measured.
-        try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-        return try count()
     }
 }
 

@@ -1,7 +1,7 @@
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
+@_spi(Benchmarks) import GatehouseServer
 
 /// `--operations steady`: refresh grants from every client, back to back, for `seconds`; each
 /// minute the rows of the server's token tables, read from its database, beside the number of
@@ -20,14 +20,7 @@ func steadyRefreshLoad(
         "\nSteady refresh load: \(clients.count) clients for \(Int(seconds)) s; rows of the server's tables each minute"
     )
     print("elapsed s   refreshes   per s   server CPU ms/op   tokens   families   flows   dpop_proofs   clients")
-    let queue = try DatabaseQueue(
-        path: database,
-        configuration: {
-            var c = Configuration()
-            c.readonly = true
-            return c
-        }()
-    )
+    let tables = try StoredTokenFiller(sqlitePath: database)
     let start = Date()
     let deadline = start.addingTimeInterval(seconds)
     let counter = RefreshCounter()
@@ -48,11 +41,7 @@ func steadyRefreshLoad(
     var next = start.addingTimeInterval(60)
     while next <= deadline.addingTimeInterval(1) {
         try await Task.sleep(for: .seconds(max(0, next.timeIntervalSinceNow)))
-        let counts = try await queue.read { db in
-            try ["tokens", "families", "flows", "dpop_proofs", "clients"].map {
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \($0)") ?? 0
-            }
-        }
+        let counts = try await tables.rowCounts([.tokens, .families, .flows, .dpopProofs, .clients])
         let done = await counter.count
         let elapsed = Date().timeIntervalSince(start)
         let cpu = serverCPUSeconds(serverPID) - cpuStart

@@ -1,8 +1,10 @@
 import Crypto
+@_spi(Benchmarks) import CustomAPIIdentityProvider
 import Foundation
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
+@_spi(Benchmarks) import PINAuthenticator
 import _CryptoExtras
 
 // A device the load generator drives below the SDK: it registers over the wire protocol (the
@@ -30,41 +32,12 @@ struct WireDevice: Sendable {
     var refreshToken: String
 
     /// SHA-256 of the OPRF public key: tells the server which registration the device holds.
-    var oprfKeyDigest: Data { Data(SHA256.hash(data: oprfPublicKey)) }
+    var oprfKeyDigest: Data { PINCrypto.keyDigest(publicKey: oprfPublicKey) }
 
     /// What the PIN-protected key signs to authenticate (the PIN plugin's signing input).
     func pinSigningInput(purpose: String, nonce: Data) -> Data {
-        Data("gatehouse-pin-v1|\(purpose)|\(profileID)|".utf8) + nonce
+        PINCrypto.signingInput(purpose: purpose, profileID: profileID, nonce: nonce)
     }
-}
-
-/// The PIN plugin's messages, as its two halves exchange them inside flow messages.
-struct PINWireMessage: Codable {
-    var op: String
-    var blinded: Data?
-    var oprfKeyDigest: Data?
-    var publicKey: Data?
-    var signature: Data?
-    var policyDigest: String?
-}
-
-struct PINWireChallenge: Codable {
-    var policyDigest: String?
-    var oprfPublicKey: Data?
-    var evaluation: Data?
-    var nonce: Data?
-}
-
-/// The custom registration API plugin's messages.
-private struct CustomAPIWireMessage: Codable {
-    var step: String
-    var data: String?
-}
-
-private struct CustomAPIWireChallenge: Codable {
-    var twoStep: Bool
-    var info: CustomInfo?
-    var retry: Bool
 }
 
 /// Calls the server the way a device does, untimed: set-up only.
@@ -140,27 +113,27 @@ struct SetupCalls: Sendable {
             return try JSONDecoder().decode(type, from: payload)
         }
 
-        _ = try await send(CustomAPIWireMessage(step: "start"))
+        _ = try await send(CustomAPIMessage(step: .start))
         let initialized = try challenge(
-            CustomAPIWireChallenge.self,
-            try await send(CustomAPIWireMessage(step: "initialize", data: subject))
+            CustomAPIChallenge.self,
+            try await send(CustomAPIMessage(step: .initialize, data: subject))
         )
         // The demo API's one-time code ends the data it answers with.
         let code = String((initialized.info?.data ?? "").suffix(6))
-        _ = try await send(CustomAPIWireMessage(step: "complete", data: code))
+        _ = try await send(CustomAPIMessage(step: .complete, data: code))
         guard flow.stage == .enrol("pin"), let profileID = flow.profileID else {
             throw BenchmarkError(
                 "the registration did not go on to enrol the PIN (stage \(String(describing: flow.stage)))"
             )
         }
 
-        let policy = try challenge(PINWireChallenge.self, try await send(PINWireMessage(op: "policy")))
+        let policy = try challenge(PINChallengePayload.self, try await send(PINMessage(op: .policy)))
         guard let oprfPublicKey = policy.oprfPublicKey, let nonce = policy.nonce, let digest = policy.policyDigest
         else {
             throw BenchmarkError("the PIN enrolment sent no OPRF key")
         }
         let blinded = try P384._VOPRF.PublicKey(x963Representation: oprfPublicKey).blind(Data(benchmarkPIN.utf8))
-        _ = try await send(PINWireMessage(op: "evaluate", blinded: blinded.blindedElement.oprfRepresentation))
+        _ = try await send(PINMessage(op: .evaluate, blinded: blinded.blindedElement.oprfRepresentation))
         let pinKey = P256.Signing.PrivateKey()
         var device = WireDevice(
             subject: subject,
@@ -174,8 +147,8 @@ struct SetupCalls: Sendable {
         )
         let signature = try pinKey.signature(for: device.pinSigningInput(purpose: "enrol", nonce: nonce))
         let final = try await send(
-            PINWireMessage(
-                op: "commit",
+            PINMessage(
+                op: .commit,
                 publicKey: pinKey.publicKey.x963Representation,
                 signature: signature.derRepresentation,
                 policyDigest: digest

@@ -4,6 +4,7 @@ import GatehouseKernel
 import GatehouseProtocol
 import NIOCore
 import NIOHTTP1
+@_spi(Benchmarks) import PINAuthenticator
 import _CryptoExtras
 
 // The operations the load generator measures, each a state machine over one connection. Every
@@ -241,7 +242,7 @@ final class PINWorkload: Workload, @unchecked Sendable {
         )
     }
 
-    private func flowMessage(_ message: PINWireMessage) -> PreparedRequest? {
+    private func flowMessage(_ message: PINMessage) -> PreparedRequest? {
         let path = Endpoint.flow(flowID)
         guard let inner = try? encoder.encode(message),
             let body = try? encoder.encode(FlowMessageRequest(message: inner)),
@@ -263,15 +264,15 @@ final class PINWorkload: Workload, @unchecked Sendable {
         case 1:
             guard flow.stage == .authenticate("pin") else { return .failed("stage \(String(describing: flow.stage))") }
             flowID = flow.flowID
-            let message = PINWireMessage(
-                op: "evaluate",
+            let message = PINMessage(
+                op: .evaluate,
                 blinded: blinded.take() ?? Data(),
                 oprfKeyDigest: device.oprfKeyDigest
             )
             return flowMessage(message).map(Next.send) ?? .failed("could not make the evaluate message")
         case 2:
             guard let payload = flow.challenge?.data,
-                let challenge = try? jsonDecoder.decode(PINWireChallenge.self, from: payload),
+                let challenge = try? jsonDecoder.decode(PINChallengePayload.self, from: payload),
                 let evaluation = challenge.evaluation, !evaluation.isEmpty, let nonce = challenge.nonce
             else { return .failed("no evaluation: \(answer.text.prefix(300))") }
             guard
@@ -279,7 +280,7 @@ final class PINWorkload: Workload, @unchecked Sendable {
                     for: device.pinSigningInput(purpose: "authenticate", nonce: nonce)
                 )
             else { return .failed("could not sign") }
-            let message = PINWireMessage(op: "prove", signature: signature.derRepresentation)
+            let message = PINMessage(op: .prove, signature: signature.derRepresentation)
             return flowMessage(message).map(Next.send) ?? .failed("could not make the prove message")
         default:
             guard flow.stage == nil, let tokens = flow.tokens, !tokens.accessToken.isEmpty else {

@@ -6,20 +6,21 @@
 // share of the machine, and the server-side crypto floor with the ratio; at 1k and at 1M stored
 // tokens. Also cold start and idle memory.
 //
-//   swift build -c release --product gatehouse && swift build -c release --product gatehouse-bench
-//   .build/release/gatehouse-bench                      (or: scripts/benchmark)
-//   .build/release/gatehouse-bench --operations push    (the push round trip, through the SDK)
-//   .build/release/gatehouse-bench --operations steady --seconds 600 --levels 16   (table growth)
-//   .build/release/gatehouse-bench --cluster 3 --stored-tokens 0   (3 instances on one PostgreSQL database)
+//   swift build -c release --package-path Benchmarks --product gatehouse
+//   swift build -c release --package-path Benchmarks --product gatehouse-bench
+//   Benchmarks/.build/release/gatehouse-bench                      (or: scripts/benchmark)
+//   Benchmarks/.build/release/gatehouse-bench --operations push    (the push round trip, through the SDK)
+//   Benchmarks/.build/release/gatehouse-bench --operations steady --seconds 600 --levels 16   (table growth)
+//   Benchmarks/.build/release/gatehouse-bench --cluster 3 --stored-tokens 0   (3 instances on one PostgreSQL database)
 
 import ArgumentParser
 import BiometricAuthenticator
 import Foundation
-import GRDB
 import GatehouseClient
 import GatehouseKernel
 import GatehousePlugins
 import GatehouseProtocol
+@_spi(Benchmarks) import GatehouseServer
 import GatehouseTesting
 import GatehouseYAML
 import Logging
@@ -281,12 +282,13 @@ if !loadOperations.isEmpty {
     let floors = try CryptoFloors(baseURL: baseURL, oprfPublicKey: devices[0].oprfPublicKey)
     floors.show()
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    // The stored-token fill writes the SQLite file directly; a cluster is measured as registered.
-    let store = options.cluster == 0 ? try TokenTable(path: databasePath) : nil
+    // The stored-token fill goes through the store, beside the server on its SQLite file; a cluster
+    // is measured as registered.
+    let store = options.cluster == 0 ? try StoredTokenFiller(sqlitePath: databasePath) : nil
     var results: [String: [Int: [Int: LevelFigures]]] = [:]
     for target in options.cluster == 0 ? options.storedTokens : [0] {
         if let store {
-            let filled = try store.fill(upTo: target)
+            let filled = try await store.fill(upTo: target)
             print("\n=== \(filled) tokens stored (the table filled up to \(target)) ===")
         }
         for operation in loadOperations {
@@ -325,7 +327,7 @@ if !loadOperations.isEmpty {
                         try PINWorkload(device: $0, baseURL: baseURL, blinded: stock, prepared: budget)
                     }
                 }
-                let tokensBefore = try store?.count() ?? 0
+                let tokensBefore = try await store?.rowCounts([.tokens])[0] ?? 0
                 let serverBefore = serversCPUSeconds()
                 let rollbacksBefore = try postgres.map(rollbacks) ?? 0
                 let writtenBefore = serverWrittenBytes(serve.processIdentifier)

@@ -2,19 +2,27 @@ public import Foundation
 public import GatehouseKernel
 
 // Messages between the two halves: the client says which step it answers and with what data; the
-// server answers with the custom API's info, and whether the step may be tried again.
+// server answers with the custom API's info, and whether the step may be tried again. The
+// benchmark (Benchmarks/, a package of its own) registers below the SDK with them: its SPI.
 
-struct CustomAPIMessage: Codable {
-    enum Step: String, Codable { case start, initialize, complete }
-    var step: Step
-    var data: String?
+@_spi(Benchmarks)
+public struct CustomAPIMessage: Codable, Sendable {
+    public enum Step: String, Codable, Sendable { case start, initialize, complete }
+    public var step: Step
+    public var data: String?
+
+    public init(step: Step, data: String? = nil) {
+        self.step = step
+        self.data = data
+    }
 }
 
-struct CustomAPIChallenge: Codable {
-    var twoStep: Bool
-    var info: CustomInfo?
+@_spi(Benchmarks)
+public struct CustomAPIChallenge: Codable, Sendable {
+    public var twoStep: Bool
+    public var info: CustomInfo?
     /// The last step's data was refused and may be sent again (status 4000–4999).
-    var retry: Bool
+    public var retry: Bool
 }
 
 struct CustomAPISession: Codable {

@@ -1,12 +1,14 @@
 import Crypto
-import Foundation
+public import Foundation
 import GatehouseKernel
 
 // The PIN plugin's own messages between its two halves. The PIN itself never appears in them:
 // the client sends an OPRF-blinded element, the server returns the evaluation, and only the
-// client can unblind it.
+// client can unblind it. The benchmark (Benchmarks/, a package of its own) speaks them below the
+// SDK, so they are its SPI (`@_spi(Benchmarks) import PINAuthenticator`), not public API.
 
-enum PINOperation: String, Codable {
+@_spi(Benchmarks)
+public enum PINOperation: String, Codable, Sendable {
     /// Enrolment: ask for the policy and a fresh OPRF key's public key.
     case policy
     /// Evaluate a blinded PIN.
@@ -19,23 +21,41 @@ enum PINOperation: String, Codable {
     case abandon
 }
 
-struct PINMessage: Codable {
-    var op: PINOperation
-    var blinded: Data?
+@_spi(Benchmarks)
+public struct PINMessage: Codable, Sendable {
+    public var op: PINOperation
+    public var blinded: Data?
     /// Authentication: SHA-256 of the OPRF public key the device holds, so the server evaluates
-    /// with the registration the device has (see ``PINRegistration/previous``).
-    var oprfKeyDigest: Data?
-    var publicKey: Data?
-    var signature: Data?
-    var policyDigest: String?
+    /// with the registration the device has (see `PINRegistration.previous`).
+    public var oprfKeyDigest: Data?
+    public var publicKey: Data?
+    public var signature: Data?
+    public var policyDigest: String?
+
+    public init(
+        op: PINOperation,
+        blinded: Data? = nil,
+        oprfKeyDigest: Data? = nil,
+        publicKey: Data? = nil,
+        signature: Data? = nil,
+        policyDigest: String? = nil
+    ) {
+        self.op = op
+        self.blinded = blinded
+        self.oprfKeyDigest = oprfKeyDigest
+        self.publicKey = publicKey
+        self.signature = signature
+        self.policyDigest = policyDigest
+    }
 }
 
-struct PINChallengePayload: Codable {
+@_spi(Benchmarks)
+public struct PINChallengePayload: Codable, Sendable {
     var policy: PinPolicy?
-    var policyDigest: String?
-    var oprfPublicKey: Data?
-    var evaluation: Data?
-    var nonce: Data?
+    public var policyDigest: String?
+    public var oprfPublicKey: Data?
+    public var evaluation: Data?
+    public var nonce: Data?
 }
 
 /// What the server half keeps between two messages of one flow.
@@ -77,12 +97,18 @@ enum PINStorageKey {
     static let oprfPublicKey = "pin.oprfPublicKey"
 }
 
-enum PINCrypto {
+@_spi(Benchmarks)
+public enum PINCrypto {
     static let version = "gatehouse-pin-v1"
 
     /// What the PIN-protected key signs: purpose, profile and the server's single-use nonce.
     static func signingInput(purpose: String, profile: UserProfile, nonce: Data) -> Data {
-        Data("\(version)|\(purpose)|\(profile.id)|".utf8) + nonce
+        signingInput(purpose: purpose, profileID: profile.id, nonce: nonce)
+    }
+
+    /// What the PIN-protected key signs, for the profile with id `profileID`.
+    public static func signingInput(purpose: String, profileID: String, nonce: Data) -> Data {
+        Data("\(version)|\(purpose)|\(profileID)|".utf8) + nonce
     }
 
     /// The key that seals the device's PIN-protected signing key, from the OPRF output.
@@ -96,7 +122,7 @@ enum PINCrypto {
     }
 
     /// Names an OPRF key without revealing anything: the SHA-256 of its public key.
-    static func keyDigest(publicKey: Data) -> Data { Data(SHA256.hash(data: publicKey)) }
+    public static func keyDigest(publicKey: Data) -> Data { Data(SHA256.hash(data: publicKey)) }
 
     static func policyDigest(_ policy: PinPolicy) -> String {
         let encoder = JSONEncoder()
