@@ -19,7 +19,6 @@ extension ServerStore {
     ) throws -> FlowApplied {
         var outcome: FlowApplied.Outcome?
         var tokens: TokenResponse?
-        var approved = false
         var ended = false
         var events: [FlowEvent] = []
         for action in actions {
@@ -107,7 +106,8 @@ extension ServerStore {
                 events.append(.userSessionsRevoked)
             case .approveTransaction:
                 try approveTransaction(for: row, now: now, db)
-                approved = true
+            case .denyTransaction(let refused):
+                try flowEndedWithoutApproval(row, refused: refused, now: now, db)
             case .saveFlow(let state):
                 if state.attempt == .held, row.state.attempt != .held { row.heldUntil = now + Self.holdLifetime }
                 if state.attempt != .held { row.heldUntil = nil }
@@ -130,12 +130,6 @@ extension ServerStore {
             case .refuse(let refusal):
                 outcome = .refusal(refusal)
             }
-        }
-        if ended, !approved, row.transactionID != nil {
-            // A mobile authentication's flow that ends unapproved (cancelled, refused) denies it.
-            var refused = false
-            if case .refusal = outcome { refused = true }
-            try flowEndedWithoutApproval(row, refused: refused, now: now, db)
         }
         guard let outcome else {
             guard answerRequired else {

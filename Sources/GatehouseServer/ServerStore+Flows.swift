@@ -189,21 +189,13 @@ extension ServerStore {
             if !proofRecorded { try self.record(proof, db) }
             try self.claim(&row, now: now, db)
             var machine = FlowMachine(state: row.state)
-            var outcome = outcome
-            if row.state.attempt == .held, (row.heldUntil ?? 0) <= now {
-                let lapsed = GenericError(.requestInvalid, message: "The answer took too long to check; try again.")
-                outcome = .failed(StageFailure(lapsed, countsAsAttempt: false))
-            } else if case .succeeded = outcome, case .authenticate(let id) = row.state.stage,
-                let profileID = row.profileID,
-                try self.registration(profileID, id, db) != registrationSeen
-            {
-                let changed = AuthenticationError(
-                    .authenticatorInvalid,
-                    message: "The authenticator changed while the answer was checked; try again."
-                )
-                outcome = .failed(StageFailure(changed, countsAsAttempt: false))
+            // The facts the machine rules on: whether the hold lapsed, whether the registration
+            // the plugin checked is still the one stored.
+            var facts = OutcomeFacts(holdLapsed: row.state.attempt == .held && (row.heldUntil ?? 0) <= now)
+            if case .succeeded = outcome, case .authenticate(let id) = row.state.stage, let profileID = row.profileID {
+                facts.registrationChanged = try self.registration(profileID, id, db) != registrationSeen
             }
-            let actions = machine.apply(outcome, counter: try self.counter(row, now: now, db))
+            let actions = machine.apply(outcome, counter: try self.counter(row, now: now, db), facts: facts)
             return try self.apply(actions, to: &row, now: now, db)
         }
     }

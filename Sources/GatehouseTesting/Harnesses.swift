@@ -235,7 +235,7 @@ public actor AuthenticatorHarness {
                 countedAttempts += 1
             case .attemptFailed: break
             case .resetFailures: failureCount = 0
-            case .identifyUser, .createProfile, .issueTokens, .approveTransaction, .revokeUser: break
+            case .identifyUser, .createProfile, .issueTokens, .approveTransaction, .denyTransaction, .revokeUser: break
             case .storeRegistration(_, let data): registration = data
             case .removeRegistration: registration = nil
             case .deregister:

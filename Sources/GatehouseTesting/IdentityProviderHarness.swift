@@ -210,7 +210,8 @@ public actor IdentityProviderHarness {
                 refusals.append(refusal.error)
                 throw refusal.error
             case .reserveAttempt, .commitAttempt, .releaseAttempt, .countFailure, .attemptFailed, .resetFailures,
-                .createProfile, .storeRegistration, .removeRegistration, .deregister, .issueTokens, .approveTransaction:
+                .createProfile, .storeRegistration, .removeRegistration, .deregister, .issueTokens, .approveTransaction,
+                .denyTransaction:
                 break
             }
         }

@@ -376,3 +376,57 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("Flow machine: what the host knows")
+struct FlowMachineFactsTests {
+    private let counter = AttemptCounter(failures: 0, maximum: 3)
+    private let success = StageOutcome.succeeded(AuthenticationSuccess())
+
+    @Test("a decision that comes after the held attempt lapsed is refused without counting")
+    func holdLapsed() {
+        var machine = authentication(counter: counter)
+        _ = machine.messageArrived(counter: counter)
+        let actions = machine.apply(success, counter: counter, facts: OutcomeFacts(holdLapsed: true))
+        #expect(names(actions) == ["releaseAttempt", "endFlow", "refuse(requestInvalid, ended)"])
+        #expect(refusal(actions)?.error.message == "The answer took too long to check; try again.")
+        // The same success in time stands.
+        var inTime = authentication(counter: counter)
+        _ = inTime.messageArrived(counter: counter)
+        #expect(names(inTime.apply(success, counter: counter)).contains("issueTokens"))
+    }
+
+    @Test("a success about a registration that changed meanwhile is refused without counting; a failure stands")
+    func registrationChanged() {
+        var machine = authentication(face, counter: counter)
+        _ = machine.messageArrived(counter: counter)
+        let actions = machine.apply(success, counter: counter, facts: OutcomeFacts(registrationChanged: true))
+        #expect(names(actions) == ["releaseAttempt", "endFlow", "refuse(authenticatorInvalid, ended)"])
+        var failing = authentication(face, counter: counter)
+        _ = failing.messageArrived(counter: counter)
+        let counted = failing.apply(
+            failure(counts: true),
+            counter: counter,
+            facts: OutcomeFacts(registrationChanged: true)
+        )
+        #expect(names(counted).contains("attemptFailed(face)"))
+    }
+
+    @Test("a mobile authentication's flow that ends unapproved denies its transaction: refused or cancelled")
+    func mobileAuthenticationDenied() {
+        let plan = FlowPlan.mobileAuthentication(with: pin, fallback: nil)
+        var refused = FlowMachine.start(plan, counter: counter).0
+        _ = refused.messageArrived(counter: counter)
+        #expect(names(refused.apply(failure(counts: false), counter: counter)).last == "denyTransaction(refused)")
+        var cancelled = FlowMachine.start(plan, counter: counter).0
+        _ = cancelled.messageArrived(counter: counter)
+        #expect(names(cancelled.cancel(counter: counter)).last == "denyTransaction(cancelled)")
+        var approved = FlowMachine.start(plan, counter: counter).0
+        _ = approved.messageArrived(counter: counter)
+        let approving = names(approved.apply(success, counter: counter))
+        #expect(approving.contains("approveTransaction") && !approving.contains { $0.hasPrefix("denyTransaction") })
+        // An authentication that is not a mobile one has no transaction to deny.
+        var plain = authentication(counter: counter)
+        _ = plain.messageArrived(counter: counter)
+        #expect(!names(plain.cancel(counter: counter)).contains { $0.hasPrefix("denyTransaction") })
+    }
+}

@@ -24,7 +24,7 @@ public struct FlowMachine: Sendable {
     public static func start(_ plan: FlowPlan, counter: AttemptCounter?) -> (FlowMachine, [FlowAction]) {
         let machine = FlowMachine(state: FlowState(plan: plan))
         if let counter, counter.isExhausted {
-            return (machine, [.deregister, .endFlow, .refuse(FlowRefusal(GenericError(.userDeregistered)))])
+            return (machine, machine.concluding(machine.deregistering([])))
         }
         guard let first = plan.stages.first else {
             return (
@@ -42,14 +42,45 @@ public struct FlowMachine: Sendable {
     /// when none is left. An empty answer means: nothing to apply.
     public mutating func messageArrived(counter: AttemptCounter?) -> [FlowAction] {
         guard case .authenticate = state.stage, state.attempt == .none, let counter else { return [] }
-        if counter.isExhausted { return deregistering([]) }
+        if counter.isExhausted { return concluding(deregistering([])) }
         if counter.isBusy { return [.refuse(FlowRefusal(Self.busy, stage: state.stage))] }
         state.attempt = .held
         return [.reserveAttempt, .saveFlow(state)]
     }
 
-    /// The plugin's decision about the message.
-    public mutating func apply(_ outcome: StageOutcome, counter: AttemptCounter?) -> [FlowAction] {
+    /// The plugin's decision about the message, with what the host knows about the time it took
+    /// (`facts`): a decision that comes after the flow's held attempt lapsed, or about a
+    /// registration that changed meanwhile, is refused without counting.
+    public mutating func apply(
+        _ outcome: StageOutcome,
+        counter: AttemptCounter?,
+        facts: OutcomeFacts = OutcomeFacts()
+    ) -> [FlowAction] {
+        concluding(decide(ruling(outcome, facts), counter: counter))
+    }
+
+    /// The outcome the facts leave standing.
+    private func ruling(_ outcome: StageOutcome, _ facts: OutcomeFacts) -> StageOutcome {
+        if facts.holdLapsed, state.attempt == .held {
+            return .failed(StageFailure(Self.lapsed, countsAsAttempt: false))
+        }
+        if facts.registrationChanged, case .succeeded = outcome, case .authenticate = state.stage {
+            return .failed(StageFailure(Self.registrationChanged, countsAsAttempt: false))
+        }
+        return outcome
+    }
+
+    /// A mobile authentication whose flow ends without its approval denies the transaction.
+    private func concluding(_ actions: [FlowAction]) -> [FlowAction] {
+        guard state.plan.kind == .mobileAuthentication,
+            actions.contains(where: { if case .endFlow = $0 { true } else { false } }),
+            !actions.contains(where: { if case .approveTransaction = $0 { true } else { false } })
+        else { return actions }
+        let refused = actions.contains { if case .refuse = $0 { true } else { false } }
+        return actions + [.denyTransaction(refused: refused)]
+    }
+
+    private mutating func decide(_ outcome: StageOutcome, counter: AttemptCounter?) -> [FlowAction] {
         guard let stage = state.stage else { return [.endFlow, .refuse(FlowRefusal(Self.finished))] }
         switch outcome {
         case .challenge(let challenge):
@@ -110,8 +141,8 @@ public struct FlowMachine: Sendable {
     /// The client gave up: a held attempt is given back; a committed one counts.
     public mutating func cancel(counter: AttemptCounter?) -> [FlowAction] {
         let (actions, failures) = settleHold(counter: counter)
-        if let failures, failures.isExhausted { return deregistering(actions) }
-        return actions + [.endFlow, .reply(FlowReply(stage: nil))]
+        if let failures, failures.isExhausted { return concluding(deregistering(actions)) }
+        return concluding(actions + [.endFlow, .reply(FlowReply(stage: nil))])
     }
 
     /// The client chose the fallback (the PIN) instead of the current authenticator.
@@ -128,7 +159,7 @@ public struct FlowMachine: Sendable {
             ]
         }
         let (actions, failures) = settleHold(counter: counter)
-        if let failures, failures.isExhausted { return deregistering(actions) }
+        if let failures, failures.isExhausted { return concluding(deregistering(actions)) }
         let next = FlowStage.authenticate(fallback)
         state.plan.stages[state.position] = next
         state.session = nil
@@ -138,6 +169,11 @@ public struct FlowMachine: Sendable {
     // MARK: - Rules
 
     private static let finished = GenericError(.requestInvalid, message: "The flow is already finished.")
+    private static let lapsed = GenericError(.requestInvalid, message: "The answer took too long to check; try again.")
+    private static let registrationChanged = AuthenticationError(
+        .authenticatorInvalid,
+        message: "The authenticator changed while the answer was checked; try again."
+    )
     private static let busy = GenericError(
         .actionAlreadyInProgress,
         message: "Other attempts for this user are in progress; try again when they are done."

@@ -198,6 +198,9 @@ public enum FlowAction: Sendable, CustomStringConvertible {
     case revokeUser(subject: String, grant: String?)
     /// Mark the flow's mobile authentication transaction approved (it must still be pending).
     case approveTransaction
+    /// The flow of a mobile authentication ended without approval: deny its transaction, as
+    /// refused (`refused`) or as cancelled by the user.
+    case denyTransaction(refused: Bool)
     /// Keep the flow's new state (its session, its stage, the attempt it holds).
     case saveFlow(FlowState)
     /// The flow is over; forget it.
@@ -223,6 +226,7 @@ public enum FlowAction: Sendable, CustomStringConvertible {
         case .issueTokens: "issueTokens"
         case .revokeUser: "revokeUser"
         case .approveTransaction: "approveTransaction"
+        case .denyTransaction(let refused): "denyTransaction(\(refused ? "refused" : "cancelled"))"
         case .saveFlow(let state): "saveFlow(\(state.stage.map(\.description) ?? "done"), \(state.attempt.rawValue))"
         case .endFlow: "endFlow"
         case .reply(let reply): "reply(\(reply.stage.map(\.description) ?? "done"))"
@@ -257,6 +261,21 @@ public struct FlowReply: Sendable {
         self.completed = completed
         self.info = info
         self.failureCounts = failureCounts
+    }
+}
+
+/// Facts only the host knows when a plugin's decision comes back, for the machine to rule on.
+public struct OutcomeFacts: Sendable, Equatable {
+    /// The attempt the flow held lapsed while the plugin looked (the host's hold lifetime ran
+    /// out: the request was too slow, and others may have counted on the attempt being free).
+    public var holdLapsed: Bool
+    /// The registration the plugin checked against changed meanwhile (another request renewed
+    /// or removed it), so its decision is about data that is no longer there.
+    public var registrationChanged: Bool
+
+    public init(holdLapsed: Bool = false, registrationChanged: Bool = false) {
+        self.holdLapsed = holdLapsed
+        self.registrationChanged = registrationChanged
     }
 }
 
