@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "BrowserIdentityProvider", targets: ["BrowserIdentityProvider"]),
         .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
         .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
+        // An app's XignIn registration (Examples/XignInRegistration shows one).
+        .library(name: "XignInClient", targets: ["XignInClient"]),
         .library(name: "GatehouseResourceServer", targets: ["GatehouseResourceServer"]),
         .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
         .library(name: "GatehouseLogin", targets: ["GatehouseLogin"]),
@@ -88,7 +90,7 @@ let package = Package(
         .target(
             name: "GatehouseServer",
             dependencies: [
-                "GatehouseKernel", "GatehouseProtocol", "GatehouseYAML", "GatehousePlugins", "GatehouseOutbound",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -217,6 +219,10 @@ let package = Package(
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
+        // Gatehouse's own tests (and the benchmark's --cluster) run the token server on a private
+        // PostgreSQL server: a test-support target, not a product, so integrators' GatehouseTesting
+        // stays free of it.
+        .target(name: "GatehousePostgresTestSupport", dependencies: ["GatehouseTesting"]),
 
         // Plugins: each depends on the kernel only.
         .target(
@@ -340,7 +346,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseLoginTests",
             dependencies: [
-                "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseTesting",
+                "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseTesting",
             ]
         ),
         .testTarget(
@@ -370,14 +376,15 @@ let package = Package(
         .testTarget(name: "GatehouseKernelTests", dependencies: ["GatehouseKernel", "GatehouseTesting"]),
         .testTarget(
             name: "GatehouseManifestTests",
-            dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins", "GatehouseTesting"]
+            dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins"]
         ),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [
                 "ValidateInput", "gatehouse", "XignInRegistration", "ThirdPartyAuthenticator", "PinLengthStore",
                 "PushMobileAuth", "ResourceGateway",
-                "GatehouseTesting", "GatehouseClient", "GatehouseProtocol", "GatehousePlugins", "GatehouseYAML",
+                "GatehouseTesting", "GatehousePostgresTestSupport", "GatehouseClient", "GatehouseProtocol",
+                "GatehousePlugins", "GatehouseYAML",
                 "BiometricAuthenticator", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -386,8 +393,7 @@ let package = Package(
             name: "XignInTests",
             dependencies: [
                 "XignInManager", "XignInClient", "XignInValidators", "GatehouseServer", "GatehouseKernel",
-                "GatehouseProtocol", "GatehousePlugins", "GatehouseYAML", "GatehouseTesting",
-                "CustomAPIIdentityProvider",
+                "GatehouseProtocol", "GatehousePlugins", "GatehouseYAML", "CustomAPIIdentityProvider",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -399,7 +405,8 @@ let package = Package(
             name: "GatehouseServerTests",
             dependencies: [
                 "GatehouseServer", "GatehouseClient", "GatehouseKernel", "GatehouseProtocol", "GatehousePlugins",
-                "GatehouseYAML", "GatehouseTesting", "CustomAPIIdentityProvider", "TOTPAuthenticator",
+                "GatehouseYAML", "GatehouseTesting", "GatehousePostgresTestSupport", "CustomAPIIdentityProvider",
+                "TOTPAuthenticator",
                 "BiometricAuthenticator", "GatehouseLogin", "BrowserIdentityProvider", "GatehouseResourceServer",
                 "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),

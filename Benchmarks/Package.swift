@@ -30,6 +30,7 @@ let package = Package(
                 .product(name: "GatehouseProtocol", package: "Gatehouse"),
                 .product(name: "GatehouseClient", package: "Gatehouse"),
                 .product(name: "GatehouseServer", package: "Gatehouse"),
+                // LoopbackPort, for PostgresTestCluster.swift: a link to the test-support target's file.
                 .product(name: "GatehouseTesting", package: "Gatehouse"),
                 .product(name: "GatehousePlugins", package: "Gatehouse"),
                 .product(name: "GatehouseYAML", package: "Gatehouse"),

@@ -21,7 +21,6 @@ import GatehouseKernel
 import GatehousePlugins
 import GatehouseProtocol
 @_spi(Benchmarks) import GatehouseServer
-import GatehouseTesting
 import GatehouseYAML
 import Logging
 import NIOCore

@@ -1,4 +1,5 @@
 import Foundation
+import GatehousePostgresTestSupport
 import GatehouseTesting
 import Testing
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseClient
+import GatehousePostgresTestSupport
 import GatehouseProtocol
 import GatehouseTesting
 import Synchronization

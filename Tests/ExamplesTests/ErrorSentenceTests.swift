@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GatehousePostgresTestSupport
 import GatehouseProtocol
 import GatehouseTesting
 import Testing

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GatehouseClient
 import GatehouseKernel
+import GatehousePostgresTestSupport
 import GatehouseProtocol
 import GatehouseTesting
 import GatehouseYAML

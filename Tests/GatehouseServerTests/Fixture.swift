@@ -4,6 +4,7 @@ import Foundation
 import GatehouseClient
 import GatehouseKernel
 import GatehousePlugins
+import GatehousePostgresTestSupport
 import GatehouseProtocol
 import GatehouseTesting
 import GatehouseYAML

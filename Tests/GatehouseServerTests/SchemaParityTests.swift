@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GatehousePostgresTestSupport
 import GatehouseTesting
 import Logging
 import Testing

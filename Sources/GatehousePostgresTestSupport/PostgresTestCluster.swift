@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTesting
 
 /// A private PostgreSQL server for tests: its own data directory in a temporary folder, on a
 /// loopback port, started on first use and stopped when the process exits.

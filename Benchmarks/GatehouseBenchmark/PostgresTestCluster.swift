@@ -1,0 +1,1 @@
+../../Sources/GatehousePostgresTestSupport/PostgresTestCluster.swift
