@@ -16,10 +16,16 @@ func binary(_ name: String) throws -> URL {
     throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "\(name) near \(CommandLine.arguments[0])"])
 }
 
-/// Text collected from a pipe as it arrives.
+/// Text collected from a pipe as it arrives, and whether the pipe reached its end.
 final class Collected: Sendable {
     private let text = Mutex("")
-    func append(_ data: Data) { text.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+    private let ended = Atomic<Bool>(false)
+    /// Appends what arrived; no data means the writer closed the pipe.
+    func append(_ data: Data) {
+        guard !data.isEmpty else { return ended.store(true, ordering: .releasing) }
+        text.withLock { $0 += String(decoding: data, as: UTF8.self) }
+    }
+    var isComplete: Bool { ended.load(ordering: .acquiring) }
     func withLock<T: Sendable>(_ body: @Sendable (inout String) -> T) -> T { text.withLock { body(&$0) } }
 }
 
@@ -48,9 +54,16 @@ final class Session {
         process.standardInput = input
         process.standardOutput = outputPipe
         process.standardError = errorPipe
-        outputPipe.fileHandleForReading.readabilityHandler = { [output] handle in output.append(handle.availableData) }
-        errorPipe.fileHandleForReading.readabilityHandler = { [errors] handle in errors.append(handle.availableData) }
+        outputPipe.fileHandleForReading.readabilityHandler = { [output] handle in Self.read(handle, into: output) }
+        errorPipe.fileHandleForReading.readabilityHandler = { [errors] handle in Self.read(handle, into: errors) }
         try process.run()
+    }
+
+    /// Collects what `handle` has; at its end, stops watching it.
+    private static func read(_ handle: FileHandle, into collected: Collected) {
+        let data = handle.availableData
+        if data.isEmpty { handle.readabilityHandler = nil }
+        collected.append(data)
     }
 
     /// Waits (at most 20 s) until standard output or error contains `text`.
@@ -74,6 +87,11 @@ final class Session {
         for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        // What the process wrote last may still be in the pipes: read on to their end (bounded;
+        // a child that inherited them could keep them open).
+        for _ in 0..<100 where !(output.isComplete && errors.isComplete) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         return process.terminationStatus
     }
 }
