@@ -168,17 +168,10 @@ public final class XignInManager: ServerExtension {
         return try json(
             ManagerConfigurationMessage(
                 managerURL: managerURL,
-                pin: .init(minLength: configuration.pin.minLength, maxLength: configuration.pin.maxLength),
-                alias: .init(minLength: configuration.alias.minLength, maxLength: configuration.alias.maxLength),
+                pin: configuration.pin,
+                alias: configuration.alias,
                 emailMaxLength: configuration.emailMaxLength,
-                categories: configuration.categories.map {
-                    .init(
-                        id: $0.id,
-                        types: $0.types,
-                        required: $0.required,
-                        identificationAttributes: $0.identificationAttributes
-                    )
-                },
+                categories: configuration.categories,
                 serviceMappingValid: mapping.map { id in configuration.serviceMappings.contains { $0.id == id } }
                     ?? false
             )

@@ -11,61 +11,59 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
         case thirdParty
     }
 
-    public struct Length: Decodable, Sendable, Equatable {
-        public var minLength: Int
-        public var maxLength: Int
+    /// A length range: the one the manager's configuration endpoint sends.
+    public typealias Length = ManagerConfigurationMessage.Length
+    /// A way to identify, with the attributes it collects and requires: the one the manager's
+    /// configuration endpoint sends.
+    public typealias Category = ManagerConfigurationMessage.Category
 
-        public init(minLength: Int, maxLength: Int) {
-            self.minLength = minLength
-            self.maxLength = maxLength
-        }
+    /// A ``Length`` as the manifest spells it (camelCase, `maxLength` defaulting to `minLength`),
+    /// checked.
+    private struct ManifestLength: Decodable {
+        var value: Length
+
+        init(_ value: Length) { self.value = value }
 
         private enum CodingKeys: String, CodingKey { case minLength, maxLength }
 
-        public init(from decoder: any Decoder) throws {
+        init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            minLength = try container.decode(Int.self, forKey: .minLength)
-            maxLength = try container.decode(Int.self, forKey: .maxLength, default: minLength, in: 1...256)
+            let minLength = try container.decode(Int.self, forKey: .minLength)
+            let maxLength = try container.decode(Int.self, forKey: .maxLength, default: minLength, in: 1...256)
             guard (1...maxLength).contains(minLength) else {
                 throw container.invalid(
                     .minLength,
                     "expected a value from 1 to maxLength (\(maxLength)), found \(minLength)"
                 )
             }
+            value = Length(minLength: minLength, maxLength: maxLength)
         }
     }
 
-    /// A way to identify, with the attributes it collects and requires.
-    public struct Category: Decodable, Sendable, Equatable {
-        public var id: String
-        public var types: [IdentificationType]
-        public var required: [PersonalAttribute]
-        public var identificationAttributes: [PersonalAttribute]
+    /// A ``Category`` as the manifest spells it (camelCase; `identificationAttributes` defaulting
+    /// to `required`), checked.
+    private struct ManifestCategory: Decodable {
+        var value: Category
 
-        public init(
-            id: String,
-            types: [IdentificationType],
-            required: [PersonalAttribute],
-            identificationAttributes: [PersonalAttribute]
-        ) {
-            self.id = id
-            self.types = types
-            self.required = required
-            self.identificationAttributes = identificationAttributes
-        }
+        init(_ value: Category) { self.value = value }
 
         private enum CodingKeys: String, CodingKey { case id, types, required, identificationAttributes }
 
-        public init(from decoder: any Decoder) throws {
+        init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            id = try container.decode(String.self, forKey: .id)
-            types = try container.decode([IdentificationType].self, forKey: .types)
+            let id = try container.decode(String.self, forKey: .id)
+            let types = try container.decode([IdentificationType].self, forKey: .types)
             guard !types.isEmpty else { throw container.invalid(.types, "list at least one identification type") }
-            required = try container.decode([PersonalAttribute].self, forKey: .required, default: [])
-            identificationAttributes = try container.decode(
-                [PersonalAttribute].self,
-                forKey: .identificationAttributes,
-                default: required
+            let required = try container.decode([PersonalAttribute].self, forKey: .required, default: [])
+            value = Category(
+                id: id,
+                types: types,
+                required: required,
+                identificationAttributes: try container.decode(
+                    [PersonalAttribute].self,
+                    forKey: .identificationAttributes,
+                    default: required
+                )
             )
         }
     }
@@ -132,17 +130,29 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
         managerURL = try container.decodeIfPresent(String.self, forKey: .managerURL)
         registration = try container.decode(RegistrationMode.self, forKey: .registration, default: .open)
         thirdPartyName = try container.decode(String.self, forKey: .thirdPartyName, default: "a third party")
-        pin = try container.decode(Length.self, forKey: .pin, default: Length(minLength: 5, maxLength: 32))
-        alias = try container.decode(Length.self, forKey: .alias, default: Length(minLength: 2, maxLength: 50))
+        pin = try container.decode(
+            ManifestLength.self,
+            forKey: .pin,
+            default: ManifestLength(Length(minLength: 5, maxLength: 32))
+        ).value
+        alias = try container.decode(
+            ManifestLength.self,
+            forKey: .alias,
+            default: ManifestLength(Length(minLength: 2, maxLength: 50))
+        ).value
         emailMaxLength = try container.decode(Int.self, forKey: .emailMaxLength, default: 254, in: 6...254)
         blockedEmailDomains = try container.decode([String].self, forKey: .blockedEmailDomains, default: []).map {
             $0.lowercased()
         }
         categories = try container.decode(
-            [Category].self,
+            [ManifestCategory].self,
             forKey: .categories,
-            default: [Category(id: "email", types: [.email], required: [.email], identificationAttributes: [.email])]
-        )
+            default: [
+                ManifestCategory(
+                    Category(id: "email", types: [.email], required: [.email], identificationAttributes: [.email])
+                )
+            ]
+        ).map(\.value)
         guard !categories.isEmpty else { throw container.invalid(.categories, "list at least one category") }
         guard Set(categories.map(\.id)).count == categories.count else {
             throw container.invalid(.categories, "category ids must be unique")
