@@ -1,0 +1,179 @@
+import Crypto
+import Foundation
+import GatehouseKernel
+import GatehouseOutbound
+import GatehouseProtocol
+import Logging
+import Synchronization
+
+// The portal API of mobile authentication: an API client (HTTP Basic) starts a transaction for a
+// user, the server seals it to each enrolled device and pushes, and the portal reads the verdict.
+
+extension TokenServer {
+    private func apiClient(
+        _ request: WireRequest,
+        _ mobileAuth: MobileAuthConfiguration
+    ) throws -> MobileAuthConfiguration.APIClient {
+        let index = try basicCredential(
+            request,
+            among: mobileAuth.apiClients.map { ($0.id, $0.secret) },
+            formEncoded: false,
+            refusal: ServerError(
+                401,
+                "invalid_client",
+                "Authenticate the API client with HTTP Basic credentials (Authorization: Basic base64(id:secret))."
+            )
+        )
+        return mobileAuth.apiClients[index]
+    }
+
+    func startPortalMobileAuth(_ request: WireRequest) async throws -> WireResponse {
+        let mobileAuth = try mobileAuthConfiguration()
+        let client = try apiClient(request, mobileAuth)
+        let body = try decodeBody(PortalMobileAuthRequest.self, request)
+        guard body.type.utf8.count <= 64, let type = mobileAuth.types.first(where: { $0.name == body.type }) else {
+            throw ServerError(
+                404,
+                "invalid_request",
+                "There is no mobile authentication type \"\(body.type.prefix(64))\".",
+                code: 3005
+            )
+        }
+        guard (1...256).contains(body.userID.utf8.count) else {
+            throw ServerError.invalidRequest("Invalid field user_id: 1 to 256 bytes.")
+        }
+        let provider = body.identityProvider ?? defaultIdentityProvider.descriptor.id
+        guard identityProviders.contains(where: { $0.descriptor.id == provider }) else {
+            throw ServerError(404, "invalid_request", "There is no identity provider \"\(provider)\".", code: 1001)
+        }
+        guard let message = body.message ?? type.defaultMessage, !message.isEmpty else {
+            throw ServerError(
+                400,
+                "invalid_request",
+                "Send a message: the type \"\(type.name)\" has no default.",
+                code: 1003
+            )
+        }
+        // Characters as people count them; and bytes, so a push stays within APNs' and FCM's 4 KB.
+        guard message.count <= MobileAuthConfiguration.maxMessageLength, message.utf8.count <= 620 else {
+            throw ServerError(
+                400,
+                "invalid_request",
+                "The message has \(message.count) characters; a push shows at most \(MobileAuthConfiguration.maxMessageLength).",
+                code: 1005
+            )
+        }
+        if let secure = body.secureMessage, secure.utf8.count > configuration.maxRequestBytes / 2 {
+            throw ServerError.invalidRequest("Invalid field secure_message: too long.")
+        }
+        if type.transactionSigning, (body.signingData ?? "").isEmpty {
+            throw ServerError(
+                400,
+                "invalid_request",
+                "The type \"\(type.name)\" signs transactions: send signing_data.",
+                code: 1003
+            )
+        }
+        if let uri = body.callbackURI {
+            // Checked whole (every component, the port within 1–65535) and stored as it came: the
+            // text kept is the text the callback goes to.
+            do {
+                _ = try client.callbackTarget(uri)
+            } catch {
+                throw ServerError.invalidRequest("Invalid field callback_uri: \(error.reason).")
+            }
+        }
+        let id = Data.random(count: 24).base64URLEncodedString
+        let number = type.numberMatching ? Int.random(in: 10...99) : nil
+        // One moment for the stored transaction and its pushes, so both state the same expiry.
+        let started = now
+        let deliveries = try await store.startTransaction(
+            ServerStore.NewTransaction(
+                id: id,
+                apiClient: client.id,
+                user: MobileAuthUser(identityProvider: provider, subject: body.userID),
+                type: type,
+                message: message,
+                secureMessage: body.secureMessage,
+                signingData: type.transactionSigning ? body.signingData : nil,
+                callbackURI: body.callbackURI,
+                number: number,
+                now: started
+            )
+        )
+        let notification = { (profileID: String) in
+            PushNotification(
+                transactionID: id,
+                profileID: profileID,
+                message: message,
+                createdAt: started,
+                timeToLive: type.timeToLive
+            )
+        }
+        await push(deliveries, notification)
+        callbacks?.wake()
+        return try json(
+            PortalMobileAuthResponse(
+                transactionID: id,
+                authMethod: type.method,
+                timeToLive: type.timeToLive * 1000,
+                number: number,
+                devices: deliveries.count
+            ),
+            status: 201
+        )
+    }
+
+    /// Sends each device its push (its events channel, on whichever instance holds it, was woken
+    /// when the transaction committed), all at once, each given at most `pushTimeout`: a stalled push
+    /// service delays the portal's answer by that much at worst. A push that fails or times out is
+    /// logged; the device still finds the request on its events channel or in its pending list.
+    private func push(_ deliveries: [ServerStore.Delivery], _ notification: (String) -> PushNotification) async {
+        await withTaskGroup(of: Void.self) { group in
+            for delivery in deliveries {
+                guard let token = delivery.pushToken, let platform = delivery.platform, platform != .events,
+                    let transport = pushTransports[platform]
+                else { continue }
+                let message = notification(delivery.profileID)
+                group.addTask { [logger] in
+                    let outcome = await withTaskGroup(of: String?.self) { race in
+                        race.addTask {
+                            do {
+                                try await transport.deliver(message, token: token, platform: platform)
+                                return nil
+                            } catch {
+                                return String(describing: error)
+                            }
+                        }
+                        race.addTask {
+                            try? await Task.sleep(for: Self.pushTimeout)
+                            return "no answer within \(Self.pushTimeout)"
+                        }
+                        let first = await race.next() ?? nil
+                        race.cancelAll()
+                        return first
+                    }
+                    if let problem = outcome {
+                        logger.warning(
+                            "Push failed",
+                            metadata: ["platform": "\(platform.rawValue)", "error": "\(problem)"]
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// How long the portal's request waits for a push service.
+    static let pushTimeout = Duration.seconds(2)
+
+    func portalTransaction(_ id: String, _ request: WireRequest) async throws -> WireResponse {
+        let client = try apiClient(request, try mobileAuthConfiguration())
+        guard (16...64).contains(id.utf8.count), Data(base64URLEncoded: id) != nil,
+            let result = try await store.transactionResult(id, apiClient: client.id, now: now)
+        else {
+            throw ServerError(404, "not_found", "There is no such transaction for this API client.", code: 3004)
+        }
+        return try json(result)
+    }
+}
