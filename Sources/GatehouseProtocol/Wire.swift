@@ -278,6 +278,13 @@ public struct AuthenticatorListResponse: Codable, Sendable, Equatable {
     public init(authenticators: [Entry]) { self.authenticators = authenticators }
 }
 
+extension AuthenticatorListResponse.Entry {
+    /// The entry for an authenticator the server's configuration offers.
+    public init(_ offered: ServerConfigurationResponse.AuthenticatorInfo, registered: Bool) {
+        self.init(id: offered.id, type: offered.type, name: offered.name, kind: offered.kind, registered: registered)
+    }
+}
+
 /// `POST /v1/deregister` (DPoP with the profile key).
 public struct DeregistrationRequest: Codable, Sendable {
     public var profileID: String

@@ -45,16 +45,11 @@ extension TokenServer {
         let registered = Set(
             try await store.registeredAuthenticators(token, proof: try proof(request, accessToken: token))
         )
+        // The authenticators as the configuration endpoint lists them, each with whether it is registered.
         return try json(
             AuthenticatorListResponse(
-                authenticators: authenticators.map {
-                    .init(
-                        id: $0.descriptor.id,
-                        type: $0.descriptor.type.rawValue,
-                        name: $0.descriptor.name,
-                        kind: $0.kind,
-                        registered: registered.contains($0.descriptor.id)
-                    )
+                authenticators: serverConfiguration().authenticators.map {
+                    .init($0, registered: registered.contains($0.id))
                 }
             )
         )
