@@ -9,11 +9,13 @@ import Glibc
 @Suite("Ctrl-C during a device command cancels its flow at the server", .serialized)
 struct InterruptCommandTests {
     /// `gatehouse` with `arguments` at a pseudo-terminal (`script`), as a person runs it; then
-    /// `stty -a` shows the terminal as the command left it. The status is the command's.
+    /// `stty -a` shows the terminal as the command left it. The status is the command's. The
+    /// shell traps SIGINT so that Ctrl-C ends only the command: a non-interactive dash (`script`
+    /// runs `$SHELL`, which is `/bin/sh` where it is unset) would otherwise die of it too.
     func atTerminal(_ arguments: [String]) throws -> Session {
         let command = try arguments.reduce("'\(binary("gatehouse").path)'") { $0 + " '\($1)'" }
         return try Session(
-            ["-qfec", "\(command); status=$?; stty -a; exit $status", "/dev/null"],
+            ["-qfec", "trap : INT; \(command); status=$?; stty -a; exit $status", "/dev/null"],
             binary: "/usr/bin/script"
         )
     }
