@@ -110,3 +110,16 @@ extension ServerPlan {
         )
     }
 }
+
+/// An identity provider's server half with its descriptor.
+struct HostedIdentityProvider: Sendable {
+    var descriptor: IdentityProviderDescriptor
+    var host: any IdentityProviderHost
+}
+
+/// An authenticator's server half with its descriptor and kind.
+struct HostedAuthenticator: Sendable {
+    var descriptor: AuthenticatorDescriptor
+    var kind: AuthenticatorKind
+    var verifier: any AuthenticatorVerifier
+}

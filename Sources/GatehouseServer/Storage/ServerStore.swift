@@ -7,9 +7,11 @@ import Logging
 /// The token server's state, in SQLite (one instance) or PostgreSQL (several instances sharing
 /// it), through a ``StorageEngine``.
 ///
-/// The one owner of the schema and of every write: each change is a named method that runs one
-/// transaction and keeps its invariants, and no SQL lives outside this type. The SQL is written
-/// once, in what both engines understand. Dates are stored as seconds since 1970, tokens only as
+/// The gate every slice's store goes through: the engine, one transaction per change, the
+/// server's secrets and the DPoP proof record. Each slice keeps its own store as an extension of
+/// this type in its folder (`Flows/FlowStore.swift`, `Tokens/TokenStore.swift`, …): each change
+/// is a named method that runs one transaction and keeps its invariants, and no SQL lives
+/// outside the stores and `Storage/`. The SQL is written once, in what both engines understand. Dates are stored as seconds since 1970, tokens only as
 /// SHA-256 hashes.
 final class ServerStore: Sendable {
     let engine: any StorageEngine
@@ -141,45 +143,6 @@ final class ServerStore: Sendable {
             )
         } catch is UniqueConstraintViolation {
             throw StoreRefusal.proof("The DPoP proof was already used.")
-        }
-    }
-
-    // MARK: - Clients
-
-    struct Client: Sendable {
-        var appID: String
-        var keyThumbprint: String
-    }
-
-    /// Registers an installation's key, or returns the id it already has.
-    func registerClient(appID: String, proof: ProofUse) async throws -> String {
-        try await write { db in
-            try self.record(proof, db)
-            // The same key registered twice at once (two instances): one row, both get its id.
-            try db.execute(
-                sql: """
-                    INSERT INTO clients (id, app_id, key_thumbprint, created_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (key_thumbprint) DO NOTHING
-                    """,
-                arguments: [Data.random(count: 16).base64URLEncodedString, appID, proof.keyThumbprint, proof.now]
-            )
-            guard
-                let id = try String.fetchOne(
-                    db,
-                    sql: "SELECT id FROM clients WHERE key_thumbprint = ?",
-                    arguments: [proof.keyThumbprint]
-                )
-            else { throw ServerDatabaseError("The installation could not be stored.") }
-            return id
-        }
-    }
-
-    func client(_ id: String) async throws -> Client? {
-        try await lookup { db in
-            try SQLRow.fetchOne(db, sql: "SELECT app_id, key_thumbprint FROM clients WHERE id = ?", arguments: [id])
-                .map {
-                    Client(appID: $0["app_id"], keyThumbprint: $0["key_thumbprint"])
-                }
         }
     }
 

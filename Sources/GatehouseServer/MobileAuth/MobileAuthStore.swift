@@ -4,8 +4,8 @@ import GatehouseKernel
 import GatehouseProtocol
 
 // Mobile authentication's state: enrolments and starting transactions here; the device's side in
-// ServerStore+MobileAuthDevice.swift; ending, the portal's reads and the callback outbox in
-// ServerStore+MobileAuthOutcomes.swift. Every change is one transaction, as for flows.
+// MobileAuthStore+Device.swift; ending, the portal's reads and the callback outbox in
+// MobileAuthStore+Outcomes.swift. Every change is one transaction, as for flows.
 
 /// A user as the portal names them: subjects are unique per identity provider only.
 struct MobileAuthUser: Sendable, Hashable {

@@ -64,16 +64,4 @@ extension TokenServer {
         }
         return table
     }()
-
-    /// `/ready`: the database answers within the readiness timeout.
-    func readiness() async throws -> WireResponse {
-        do {
-            try await checkReadiness(within: Self.readinessTimeout)
-        } catch {
-            let reason = (error as? StoreRefusal).map { ServerError($0).body.errorDescription } ?? "\(error)"
-            logger.error("Not ready: the database did not answer", metadata: ["error": "\(reason)"])
-            throw ServerError(503, "temporarily_unavailable", "The database does not answer.")
-        }
-        return try json(["status": "ready"])
-    }
 }
