@@ -10,6 +10,7 @@ public protocol ErrorDomain: Sendable {
 }
 
 extension ErrorDomain {
+    /// No codes: a domain that defines none turns every number into an unknown code.
     public static var knownCodes: [GatehouseError<Self>.Code] { [] }
 }
 
@@ -32,6 +33,7 @@ public protocol DomainError: Error, Sendable, CustomStringConvertible {
 }
 
 extension DomainError {
+    /// `nil`: an error type that does not say otherwise carries one of Gatehouse's own codes.
     public var codePlugin: PluginTypeIdentifier? { nil }
 }
 
@@ -63,6 +65,15 @@ public struct GatehouseError<Domain: ErrorDomain>: DomainError, CustomDebugStrin
         /// the code over HTTP, so an app catches a plugin's code as the plugin defined it.
         public let plugin: PluginTypeIdentifier?
 
+        /// Makes a code.
+        ///
+        /// - Parameters:
+        ///   - rawValue: The stable number. A plugin picks numbers of its own (19000 and up, say);
+        ///     they only need to differ from its other codes, since ``plugin`` tells plugins apart.
+        ///   - name: A short name, e.g. `"voiceNotRecognised"`.
+        ///   - defaultMessage: A sentence a person can act on, used when an error is raised without
+        ///     one.
+        ///   - plugin: The plugin type that defines the code; `nil` only for Gatehouse's own codes.
         public init(_ rawValue: Int, name: String, defaultMessage: String, plugin: PluginTypeIdentifier? = nil) {
             self.rawValue = rawValue
             self.name = name
@@ -70,26 +81,43 @@ public struct GatehouseError<Domain: ErrorDomain>: DomainError, CustomDebugStrin
             self.plugin = plugin
         }
 
+        /// Whether two codes are the same code: same number and same defining plugin. Names and
+        /// messages do not count.
         public static func == (lhs: Self, rhs: Self) -> Bool {
             lhs.rawValue == rhs.rawValue && lhs.plugin == rhs.plugin
         }
+        /// Hashes the number and the plugin, the parts equality compares.
         public func hash(into hasher: inout Hasher) {
             hasher.combine(rawValue)
             hasher.combine(plugin)
         }
+        /// The domain, name, number and plugin, e.g. `"PinValidation.tooShort (9014)"`, for logs.
         public var description: String {
             "\(Domain.name).\(name) (\(rawValue)\(plugin.map { ", plugin \($0)" } ?? ""))"
         }
     }
 
+    /// What went wrong, as an open code of this domain; catch on it.
     public var code: Code
+    /// A sentence a person can act on; the code's ``Code/defaultMessage`` unless the raiser gave
+    /// one.
     public var message: String
+    /// Typed extras, such as the PIN length the policy requires; empty for most codes.
     public var details: ErrorDetails
     /// The plugin type that raised the error, when a plugin did.
     public var plugin: PluginTypeIdentifier?
     /// The error that caused this one, kept for diagnostics.
     public var underlying: (any Error & Sendable)?
 
+    /// Makes an error of this domain.
+    ///
+    /// - Parameters:
+    ///   - code: What went wrong.
+    ///   - message: A sentence a person can act on; `nil` takes the code's ``Code/defaultMessage``.
+    ///   - details: Typed extras for the code, empty by default.
+    ///   - plugin: The plugin type that raises the error; `nil` takes the code's own
+    ///     ``Code/plugin``.
+    ///   - underlying: The error that caused this one, kept for diagnostics.
     public init(
         _ code: Code,
         message: String? = nil,
@@ -104,12 +132,19 @@ public struct GatehouseError<Domain: ErrorDomain>: DomainError, CustomDebugStrin
         self.underlying = underlying
     }
 
+    /// The domain's name, e.g. `"Generic"`.
     public var domainName: String { Domain.name }
+    /// The code's stable number.
     public var codeNumber: Int { code.rawValue }
+    /// The code's short name, e.g. `"userDeregistered"`.
     public var codeName: String { code.name }
+    /// The plugin that defines the code; `nil` for Gatehouse's own codes.
     public var codePlugin: PluginTypeIdentifier? { code.plugin }
+    /// The message, so that printing the error shows the sentence a person can act on.
     public var description: String { message }
 
+    /// The code, the message, the raising plugin and the underlying error, for logs and test
+    /// failures.
     public var debugDescription: String {
         var text = "\(code): \(message)"
         if let plugin { text += " [plugin \(plugin)]" }
@@ -131,6 +166,7 @@ public struct ErrorDetails: Sendable, Hashable {
     /// The authenticator that was deregistered (`Authentication.authenticatorDeregistered`).
     public var authenticatorID: String?
 
+    /// Makes the extras of an error; every one is `nil` unless its code uses it.
     public init(
         maxSimilarDigits: Int? = nil,
         requiredLength: Int? = nil,

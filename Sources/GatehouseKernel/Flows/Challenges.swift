@@ -6,12 +6,14 @@ public import Foundation
 
 /// Choose a PIN: during registration, change PIN, or enrolment of the PIN authenticator.
 public struct CreatePinChallenge: Sendable {
+    /// The profile whose PIN is being chosen.
     public var profile: UserProfile
     /// The exact length the server's PIN policy requires.
     public var pinLength: Int
     /// Why the previous PIN was refused (a ``PinValidationError`` or a ``GenericError``).
     public var error: (any DomainError)?
 
+    /// Makes the challenge; `error` says why the previous PIN was refused, `nil` on the first ask.
     public init(profile: UserProfile, pinLength: Int, error: (any DomainError)? = nil) {
         self.profile = profile
         self.pinLength = pinLength
@@ -27,7 +29,9 @@ public enum CreatePinResponse: Sendable {
 
 /// Enter the PIN to authenticate.
 public struct PinChallenge: Sendable {
+    /// The profile that is authenticating.
     public var profile: UserProfile
+    /// The PIN authenticator being asked.
     public var authenticator: AuthenticatorDescriptor
     /// Failures allowed in all; 0 means unlimited.
     public var maxFailureCount: Int
@@ -40,6 +44,8 @@ public struct PinChallenge: Sendable {
     /// `details.customInfo`.
     public var error: (any DomainError)?
 
+    /// Makes the challenge, taking the three counts from `failureCounts`; `error` is `nil` on the
+    /// first ask.
     public init(
         profile: UserProfile,
         authenticator: AuthenticatorDescriptor,
@@ -63,13 +69,19 @@ public enum PinResponse: Sendable {
 
 /// Authenticate with a biometric sensor, or fall back to the PIN.
 public struct BiometricChallenge: Sendable {
+    /// The profile that is authenticating.
     public var profile: UserProfile
+    /// The biometric authenticator being asked.
     public var authenticator: AuthenticatorDescriptor
+    /// Why the previous scan was refused (e.g. ``AuthenticationError``
+    /// `biometricAuthenticatorFailure`); `nil` on the first ask.
     public var error: (any DomainError)?
     /// Failures left before the profile is deregistered (shared with the PIN and every other
     /// authenticator); `nil` when unlimited or unknown.
     public var remainingFailureCount: Int?
 
+    /// Makes the challenge; `failureCounts` is `nil` when the counts are not known, leaving
+    /// ``remainingFailureCount`` `nil`.
     public init(
         profile: UserProfile,
         authenticator: AuthenticatorDescriptor,
@@ -95,10 +107,15 @@ public enum BiometricResponse: Sendable, Equatable {
 
 /// Authenticate with an integrator's custom authenticator, or fall back to the PIN.
 public struct CustomAuthenticatorChallenge: Sendable {
+    /// The profile that is authenticating.
     public var profile: UserProfile
+    /// The custom authenticator being asked, with its id and the plugin type behind it.
     public var authenticator: AuthenticatorDescriptor
     /// Data the authenticator's server half sent along, if any.
     public var challengeData: String?
+    /// Why the previous answer was refused, e.g. ``AuthenticationError``
+    /// `customAuthenticatorFailure` with the server half's ``ErrorDetails/customInfo``; `nil` on
+    /// the first ask.
     public var error: (any DomainError)?
     /// How to ask the user for the answer, as the plugin declares it: its label, whether it is a
     /// secret (never shown as typed, never logged), whether to ask twice.
@@ -107,6 +124,8 @@ public struct CustomAuthenticatorChallenge: Sendable {
     /// authenticator); `nil` when unlimited or unknown.
     public var remainingFailureCount: Int?
 
+    /// Makes the challenge; `prompt` defaults to a label of "Answer", and `failureCounts` is `nil`
+    /// when the counts are not known.
     public init(
         profile: UserProfile,
         authenticator: AuthenticatorDescriptor,
@@ -135,12 +154,16 @@ public enum CustomAuthenticatorResponse: Sendable, Equatable {
 
 /// Supply the data that finishes registering a custom authenticator (after the PIN).
 public struct CustomAuthenticatorRegistrationChallenge: Sendable {
+    /// The profile the authenticator is registered for.
     public var profile: UserProfile
+    /// The custom authenticator being registered.
     public var authenticator: AuthenticatorDescriptor
+    /// Why the previous registration data was refused; `nil` on the first ask.
     public var error: (any DomainError)?
     /// How to ask the user for registration data, as the plugin declares it.
     public var prompt: CustomAnswerPrompt
 
+    /// Makes the challenge; `prompt` defaults to a label of "Registration data".
     public init(
         profile: UserProfile,
         authenticator: AuthenticatorDescriptor,
@@ -164,9 +187,12 @@ public enum CustomAuthenticatorRegistrationResponse: Sendable, Equatable {
 
 /// Confirm that a custom authenticator is to be deregistered.
 public struct CustomAuthenticatorDeregistrationChallenge: Sendable {
+    /// The profile the authenticator is registered for.
     public var profile: UserProfile
+    /// The custom authenticator to deregister.
     public var authenticator: AuthenticatorDescriptor
 
+    /// Makes the challenge.
     public init(profile: UserProfile, authenticator: AuthenticatorDescriptor) {
         self.profile = profile
         self.authenticator = authenticator
@@ -181,13 +207,16 @@ public enum CustomAuthenticatorDeregistrationResponse: Sendable, Equatable {
 
 /// Open a browser at `url` and hand back the redirect that ends the login.
 public struct BrowserRegistrationChallenge: Sendable {
+    /// The browser identity provider the user logs in with.
     public var identityProvider: IdentityProviderDescriptor
     /// Where the user logs in.
     public var url: URL
     /// The redirect URI the browser lands on when the login is done.
     public var redirectURI: URL
+    /// Why the previous redirect was refused (a state mismatch, say); `nil` on the first ask.
     public var error: (any DomainError)?
 
+    /// Makes the challenge.
     public init(
         identityProvider: IdentityProviderDescriptor,
         url: URL,
@@ -239,12 +268,18 @@ public struct CustomRegistrationChallenge: Sendable {
         case finish
     }
 
+    /// The custom-API identity provider being registered with.
     public var identityProvider: IdentityProviderDescriptor
+    /// Which step of the registration asks for data: ``Step/initialize`` or ``Step/finish``.
     public var step: Step
     /// What the custom API answered to the previous step (status and data).
     public var info: CustomInfo?
+    /// Why the previous step was refused (e.g. ``RegistrationError`` `customRegistrationFailure`);
+    /// `nil` on the first ask.
     public var error: (any DomainError)?
 
+    /// Makes the challenge; `info` is what the custom API answered to the previous step, `nil`
+    /// before the first.
     public init(
         identityProvider: IdentityProviderDescriptor,
         step: Step,

@@ -6,11 +6,17 @@
 
 /// Answers every kind of challenge. Plugins ask the user through this protocol.
 public protocol ChallengeResponder: Sendable {
+    /// Ask the user to choose a PIN of ``CreatePinChallenge/pinLength`` digits.
     func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse
+    /// Ask the user for the PIN.
     func pin(_ challenge: PinChallenge) async -> PinResponse
+    /// Ask to scan with a biometric sensor, with a prompt or a fallback to the PIN.
     func biometric(_ challenge: BiometricChallenge) async -> BiometricResponse
+    /// Ask the user for a custom authenticator's answer, or a fallback to the PIN.
     func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse
+    /// Open a browser at the challenge's URL and hand back the redirect that ends the login.
     func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse
+    /// Supply data for a step of a custom-API registration.
     func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse
     /// Supply the data that finishes registering a custom authenticator. Default: cancel.
     func customAuthenticatorRegistration(
@@ -23,9 +29,11 @@ public protocol ChallengeResponder: Sendable {
 }
 
 extension ChallengeResponder {
+    /// Cancels: a responder that does not register custom authenticators refuses to.
     public func customAuthenticatorRegistration(
         _ challenge: CustomAuthenticatorRegistrationChallenge
     ) async -> CustomAuthenticatorRegistrationResponse { .cancel }
+    /// Cancels: a responder that does not deregister custom authenticators refuses to.
     public func customAuthenticatorDeregistration(
         _ challenge: CustomAuthenticatorDeregistrationChallenge
     ) async -> CustomAuthenticatorDeregistrationResponse { .cancel }
@@ -41,6 +49,7 @@ public protocol CustomAuthenticatorRegistrationDelegate: Sendable {
 }
 
 extension CustomAuthenticatorRegistrationDelegate {
+    /// Registers without app data: the authenticator's device half makes its own.
     public func customAuthenticatorRegistration(
         _ challenge: CustomAuthenticatorRegistrationChallenge
     ) async -> CustomAuthenticatorRegistrationResponse { .data(nil) }
@@ -64,11 +73,15 @@ public protocol RegistrationDelegate: CustomAuthenticatorRegistrationDelegate {
 }
 
 extension RegistrationDelegate {
+    /// Does nothing.
     public func registrationDidStart(identityProvider: IdentityProviderDescriptor) async {}
+    /// Does nothing; the same error reaches the caller of `registerUser`.
     public func registrationDidFail(identityProvider: IdentityProviderDescriptor, error: any Error) async {}
+    /// Cancels, so an app with a browser identity provider configured has to implement it.
     public func browserRegistration(_ challenge: BrowserRegistrationChallenge) async -> BrowserRegistrationResponse {
         .cancel
     }
+    /// Answers without data.
     public func customRegistration(_ challenge: CustomRegistrationChallenge) async -> CustomRegistrationResponse {
         .data(nil)
     }
@@ -87,8 +100,11 @@ public protocol AuthenticationDelegate: Sendable {
 }
 
 extension AuthenticationDelegate {
+    /// Does nothing.
     public func authenticationDidStart(profile: UserProfile, authenticator: AuthenticatorDescriptor) async {}
+    /// Scans with the sensor's default prompt.
     public func biometric(_ challenge: BiometricChallenge) async -> BiometricResponse { .defaultPrompt }
+    /// Falls back to the PIN.
     public func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) async -> CustomAuthenticatorResponse {
         .fallbackToPin
     }
@@ -96,6 +112,7 @@ extension AuthenticationDelegate {
 
 /// What the app implements to change the PIN: the current PIN, then the new one.
 public protocol ChangePinDelegate: AuthenticationDelegate {
+    /// Ask the user to choose the new PIN, after the current one was accepted.
     func createPin(_ challenge: CreatePinChallenge) async -> CreatePinResponse
 }
 
@@ -115,6 +132,7 @@ public protocol AuthenticatorDeregistrationDelegate: Sendable {
 }
 
 extension AuthenticatorDeregistrationDelegate {
+    /// Proceeds without asking.
     public func customAuthenticatorDeregistration(
         _ challenge: CustomAuthenticatorDeregistrationChallenge
     ) async -> CustomAuthenticatorDeregistrationResponse { .proceed }
@@ -122,6 +140,7 @@ extension AuthenticatorDeregistrationDelegate {
 
 /// Deregisters without asking anything.
 public struct ProceedingDeregistrationDelegate: AuthenticatorDeregistrationDelegate {
+    /// Makes the delegate.
     public init() {}
 }
 
@@ -129,24 +148,34 @@ public struct ProceedingDeregistrationDelegate: AuthenticatorDeregistrationDeleg
 /// challenge the flow's delegate does not know is cancelled: a plugin that asks for something
 /// outside its flow fails closed.
 public enum ChallengeResponders {
+    /// The responder of a registration: it asks `delegate` to create the PIN, open a browser,
+    /// supply custom-API data and register a custom authenticator, and cancels everything else.
     public static func registration(_ delegate: any RegistrationDelegate) -> any ChallengeResponder {
         RegistrationResponder(delegate: delegate)
     }
 
+    /// The responder of an authentication: it asks `delegate` for the PIN, a biometric scan or a
+    /// custom authenticator's answer, and cancels everything else (creating a PIN among them).
     public static func authentication(_ delegate: any AuthenticationDelegate) -> any ChallengeResponder {
         AuthenticationResponder(delegate: delegate, createPin: nil)
     }
 
+    /// The responder of a PIN change: as ``authentication(_:)``, and it also asks `delegate` to
+    /// create the new PIN.
     public static func changePin(_ delegate: any ChangePinDelegate) -> any ChallengeResponder {
         AuthenticationResponder(delegate: delegate, createPin: { await delegate.createPin($0) })
     }
 
+    /// The responder of registering an authenticator: it asks `delegate` for the PIN and the custom
+    /// authenticator's registration data, and cancels everything else.
     public static func authenticatorRegistration(
         _ delegate: any AuthenticatorRegistrationDelegate
     ) -> any ChallengeResponder {
         AuthenticatorRegistrationResponder(delegate: delegate)
     }
 
+    /// The responder of deregistering an authenticator: it asks `delegate` to confirm a custom
+    /// authenticator's deregistration, and cancels everything else.
     public static func authenticatorDeregistration(
         _ delegate: any AuthenticatorDeregistrationDelegate
     ) -> any ChallengeResponder {

@@ -16,8 +16,11 @@ import Foundation
 /// reaches the maximum deregisters the profile. So concurrent attempts never test more guesses
 /// than the maximum allows.
 public struct FlowMachine: Sendable {
+    /// Where the flow stands; the host stores it after each request (``FlowAction/saveFlow(_:)``)
+    /// and resumes from it.
     public private(set) var state: FlowState
 
+    /// Resumes a flow from the state the host stored.
     public init(state: FlowState) { self.state = state }
 
     /// Starts a flow. `counter` is the profile's (nil for a registration, which has no profile yet).

@@ -39,10 +39,12 @@ public enum FlowStage: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// The step and the plugin, e.g. `authenticate(pin)`, for logs and test failures.
     public var description: String { "\(step)(\(plugin))" }
 
     private enum CodingKeys: String, CodingKey { case step, plugin }
 
+    /// Reads a stage stored as `{"step": "enrol", "plugin": "pin"}`; throws on an unknown step.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let plugin = try container.decode(String.self, forKey: .plugin)
@@ -59,6 +61,7 @@ public enum FlowStage: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// Stores the stage as `{"step": "enrol", "plugin": "pin"}`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(step, forKey: .step)
@@ -69,11 +72,15 @@ public enum FlowStage: Sendable, Hashable, Codable, CustomStringConvertible {
 /// The stages of one flow, decided when it starts (from the manifest, never from a type name),
 /// and the authenticator an authentication may fall back to.
 public struct FlowPlan: Sendable, Codable, Equatable {
+    /// What the flow is for, which decides whether it ends in a session.
     public var kind: FlowKind
+    /// The stages in the order they run, each naming its plugin by manifest id.
     public var stages: [FlowStage]
     /// The authenticator an `authenticate` stage may switch to (the PIN), if any.
     public var fallback: String?
 
+    /// Makes a plan; the named constructors (``registration(identityProvider:enrol:)`` and the
+    /// others) are the ones the token server uses.
     public init(kind: FlowKind, stages: [FlowStage], fallback: String? = nil) {
         self.kind = kind
         self.stages = stages
@@ -128,6 +135,7 @@ public struct AttemptCounter: Sendable, Hashable {
     /// Failures allowed before the profile is deregistered; 0 means unlimited.
     public var maximum: Int
 
+    /// Makes a counter; `held` is 0 unless other requests hold attempts.
     public init(failures: Int, held: Int = 0, maximum: Int) {
         self.failures = failures
         self.held = held
@@ -140,5 +148,6 @@ public struct AttemptCounter: Sendable, Hashable {
     /// Every attempt left is held by a request in progress: a new one must wait.
     public var isBusy: Bool { maximum > 0 && failures + held >= maximum }
 
+    /// The counts a challenge shows the user: the maximum, the failures so far and what is left.
     public var failureCounts: FailureCounts { FailureCounts(maximum: maximum, previous: failures) }
 }

@@ -2,6 +2,7 @@ public import Foundation
 
 /// Where a flow stands between two requests. The host stores it as it is and hands it back.
 public struct FlowState: Sendable, Codable, Equatable {
+    /// The stages the flow runs, fixed when it starts.
     public var plan: FlowPlan
     /// The index of the current stage; `plan.stages.count` once the flow is done.
     public var position: Int
@@ -19,6 +20,8 @@ public struct FlowState: Sendable, Codable, Equatable {
     /// fails half-way writes nothing.
     public var pending: [PendingRegistration]
 
+    /// The state of a flow that has not started: at its first stage, holding no attempt, with
+    /// nothing pending.
     public init(plan: FlowPlan) {
         self.plan = plan
         position = 0
@@ -45,9 +48,13 @@ public enum AttemptHold: String, Sendable, Codable {
 
 /// Registration data an enrolment (or a rotating authentication) produced.
 public struct PendingRegistration: Sendable, Codable, Equatable {
+    /// The manifest id of the authenticator the data belongs to.
     public var authenticator: String
+    /// The data, opaque to the host: the authenticator's server half reads it back at the next
+    /// authentication.
     public var data: Data
 
+    /// Makes pending registration data for the authenticator with manifest id `authenticator`.
     public init(authenticator: String, data: Data) {
         self.authenticator = authenticator
         self.data = data
@@ -135,8 +142,12 @@ public enum StageOutcome: Sendable {
 /// A refused message: why, whether it counts towards the maximum, and whether the
 /// authenticator's registration is gone (a locked-out sensor, a custom status 5000).
 public struct StageFailure: Sendable {
+    /// Why the message was refused; the client gets it.
     public var error: any DomainError
+    /// Whether the refusal counts towards the profile's maximum of failures (a wrong answer does; a
+    /// malformed or unchecked one does not).
     public var countsAsAttempt: Bool
+    /// Whether the authenticator's registration for the profile is gone, so the PIN takes over.
     public var removesRegistration: Bool
     /// An identity provider saw its credential for this user used twice: revoke the sessions it
     /// issued.
@@ -147,12 +158,14 @@ public struct StageFailure: Sendable {
     /// down) — so this is a temporary failure, not a refusal: the app may try again later.
     public var isTemporary = false
 
+    /// Makes a refusal; it removes nothing unless `removesRegistration` says so.
     public init(_ error: any DomainError, countsAsAttempt: Bool, removesRegistration: Bool = false) {
         self.error = error
         self.countsAsAttempt = countsAsAttempt
         self.removesRegistration = removesRegistration
     }
 
+    /// Makes a refusal from an authenticator's failure, keeping its flags.
     public init(_ failure: AuthenticationFailure) {
         self.init(
             failure.error,
@@ -210,6 +223,8 @@ public enum FlowAction: Sendable, CustomStringConvertible {
     /// Refuse the request; the actions before it are still applied.
     case refuse(FlowRefusal)
 
+    /// The action's name with what identifies it, never a secret or registration data, e.g.
+    /// `storeRegistration(pin)`: for logs and test failures.
     public var description: String {
         switch self {
         case .reserveAttempt: "reserveAttempt"
@@ -249,6 +264,7 @@ public struct FlowReply: Sendable {
     /// For an `authenticate` stage: the counter before its first attempt.
     public var failureCounts: FailureCounts?
 
+    /// Makes a reply; only `stage` is required.
     public init(
         stage: FlowStage?,
         challenge: Data? = nil,
@@ -273,6 +289,7 @@ public struct OutcomeFacts: Sendable, Equatable {
     /// or removed it), so its decision is about data that is no longer there.
     public var registrationChanged: Bool
 
+    /// Makes the facts; both are `false` unless said otherwise.
     public init(holdLapsed: Bool = false, registrationChanged: Bool = false) {
         self.holdLapsed = holdLapsed
         self.registrationChanged = registrationChanged
@@ -281,6 +298,7 @@ public struct OutcomeFacts: Sendable, Equatable {
 
 /// A refused request: the error, and where the flow waits now (`nil`: the flow is over).
 public struct FlowRefusal: Sendable {
+    /// Why the request was refused; the client gets it.
     public var error: any DomainError
     /// The stage the flow still waits at (retry, or the fallback it switched to); `nil` when the
     /// refusal ended the flow.
@@ -290,6 +308,7 @@ public struct FlowRefusal: Sendable {
     /// Not a refusal: the plugin could not decide (see ``StageFailure/isTemporary``).
     public var isTemporary: Bool
 
+    /// Makes a refusal that ends the flow unless `stage` is given.
     public init(
         _ error: any DomainError,
         stage: FlowStage? = nil,

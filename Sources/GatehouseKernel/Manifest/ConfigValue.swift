@@ -42,11 +42,17 @@ public enum ConfigValue: Sendable, Hashable {
 extension ConfigValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByFloatLiteral
 {
+    /// A string, from `"text"`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An integer, from `42`.
     public init(integerLiteral value: Int) { self = .integer(value) }
+    /// True or false, from `true`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// A number, from `1.5`.
     public init(floatLiteral value: Double) { self = .number(value) }
+    /// A list, from `[1, "two"]`.
     public init(arrayLiteral elements: ConfigValue...) { self = .list(elements) }
+    /// An object, from `["key": "value"]`; of two equal keys the first is kept.
     public init(dictionaryLiteral elements: (String, ConfigValue)...) {
         self = .object(Dictionary(elements) { first, _ in first })
     }
@@ -70,6 +76,8 @@ func quoted(_ text: String) -> String {
 /// JSON's form of a value, so configuration can travel on the wire (the server publishes its
 /// plugins' public configuration).
 extension ConfigValue: Codable {
+    /// Reads any JSON value: `null`, a boolean, an integer (before a number), a number, a string, a
+    /// list or an object.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -89,6 +97,7 @@ extension ConfigValue: Codable {
         }
     }
 
+    /// Writes the value as JSON writes it.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {

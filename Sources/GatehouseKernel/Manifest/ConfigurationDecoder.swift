@@ -8,6 +8,7 @@ public struct ConfigurationDecoder: Sendable {
     /// must ignore parameters they do not know, RFC 6749 §3.1).
     public var ignoresUnknownKeys: Bool
 
+    /// Makes a decoder; it refuses unknown keys unless `ignoresUnknownKeys` is `true`.
     public init(ignoresUnknownKeys: Bool = false) { self.ignoresUnknownKeys = ignoresUnknownKeys }
 
     /// Decodes `type` from `value`. `codingPath` prefixes the paths in error messages.
@@ -45,6 +46,7 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     /// What is wrong, e.g. `expected an integer, found "ten"`.
     public var problem: String
 
+    /// Makes the error.
     public init(path: [ConfigurationPathComponent], problem: String) {
         self.path = path
         self.problem = problem
@@ -67,6 +69,8 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     /// The path as written in a message: `config.blacklist[2]`.
     public var renderedPath: String { ConfigurationPathComponent.render(path) }
 
+    /// The path and the problem, e.g. `blacklist[2]: expected a string, found 12`; the problem
+    /// alone at the root.
     public var description: String { path.isEmpty ? problem : "\(renderedPath): \(problem)" }
 }
 

@@ -19,11 +19,17 @@
 public struct Manifest: Sendable, Hashable {
     /// One plugin entry.
     public struct Entry: Sendable, Hashable {
+        /// Which section the entry is in: authenticator, identity provider or validator.
         public var kind: PluginKind
         /// The position in its section, for messages.
         public var index: Int
+        /// The entry's `id`, unique in the manifest: flows, other entries and apps name the plugin
+        /// by it.
         public var id: String
+        /// The entry's `type`: the registered plugin type that builds it.
         public var type: PluginTypeIdentifier
+        /// The entry's display name, `name`; `nil` when the manifest gives none and the id is
+        /// shown.
         public var name: String?
         /// The entry's `config`; an empty object when the entry has none.
         public var configuration: ConfigValue

@@ -11,6 +11,8 @@ public struct ManifestError: DomainError, Equatable {
     /// What is wrong.
     public var problem: String
 
+    /// Makes the error; leave `entry` and `path` `nil` when the problem is with the file as a
+    /// whole.
     public init(source: String, entry: String? = nil, path: String? = nil, problem: String) {
         self.source = source
         self.entry = entry
@@ -18,10 +20,17 @@ public struct ManifestError: DomainError, Equatable {
         self.problem = problem
     }
 
+    /// The one line: source, entry, path and problem, joined by `": "`.
     public var message: String { [source, entry, path, problem].compactMap { $0 }.joined(separator: ": ") }
+    /// The one line, as ``message``.
     public var description: String { message }
+    /// `"Generic"`: a refused manifest is ``GenericError`` `configurationInvalid` to code that
+    /// catches by domain.
     public var domainName: String { GenericDomain.name }
+    /// 10001, the number of ``GenericError`` `configurationInvalid`.
     public var codeNumber: Int { GenericError.Code.configurationInvalid.rawValue }
+    /// `"configurationInvalid"`.
     public var codeName: String { GenericError.Code.configurationInvalid.name }
+    /// None: the message says it all.
     public var details: ErrorDetails { ErrorDetails() }
 }

@@ -13,12 +13,15 @@ public protocol ManifestFormat: Sendable {
 
 /// Malformed input, described in one line (with the line and column where the parser knows them).
 public struct ManifestSyntaxError: Error, Sendable, Equatable {
+    /// What is malformed, e.g. `line 3, column 7: expected ':'`.
     public var problem: String
+    /// Makes the error from its one-line description.
     public init(_ problem: String) { self.problem = problem }
 }
 
 /// Reads manifests from files, choosing the format by file extension.
 public struct ManifestLoader: Sendable {
+    /// The formats the loader reads, tried by file extension in this order.
     public let formats: [any ManifestFormat]
 
     /// A loader for the given formats; JSON by default. Add YAML with `GatehouseYAML`.
@@ -71,11 +74,15 @@ public struct ManifestLoader: Sendable {
 
 /// JSON manifests.
 public struct JSONManifestFormat: ManifestFormat {
+    /// Makes the format.
     public init() {}
 
+    /// `"JSON"`.
     public var name: String { "JSON" }
+    /// `["json"]`.
     public var fileExtensions: [String] { ["json"] }
 
+    /// Parses JSON text into a tree; throws with the line and column of the first error.
     public func parse(_ data: Data) throws(ManifestSyntaxError) -> ConfigValue {
         try JSONParser.parse(Array(data))
     }

@@ -15,7 +15,9 @@ public enum MobileAuthMethod: String, Sendable, Codable, CaseIterable {
 /// A mobile authentication request as a push or the server's pending list announces it. It
 /// holds nothing sensitive: the transaction's content is fetched sealed for this device.
 public struct PendingMobileAuthRequest: Sendable, Hashable, Codable {
+    /// The server's id of the transaction, which the answer names.
     public var transactionID: String
+    /// The profile on this device the request is for.
     public var profile: UserProfile
     /// When the portal started the transaction.
     public var date: Date
@@ -27,6 +29,7 @@ public struct PendingMobileAuthRequest: Sendable, Hashable, Codable {
     /// listed by the server or brought by the events channel).
     public var userInfo: [String: ConfigValue]
 
+    /// Makes a pending request; `userInfo` is empty unless it came from a push.
     public init(
         transactionID: String,
         profile: UserProfile,
@@ -49,10 +52,13 @@ public struct PendingMobileAuthRequest: Sendable, Hashable, Codable {
 
 /// A mobile authentication request as the device sees it once it opened the sealed payload.
 public struct MobileAuthRequest: Sendable, Hashable {
+    /// The server's id of the transaction, which the answer names.
     public var transactionID: String
+    /// The profile on this device the request is for.
     public var profile: UserProfile
     /// The server-configured type's name, e.g. `login` or `payment`.
     public var type: String
+    /// How the user approves it: a confirmation, the PIN, biometrics or a custom authenticator.
     public var method: MobileAuthMethod
     /// The portal's short message (the one a push shows).
     public var message: String
@@ -65,6 +71,7 @@ public struct MobileAuthRequest: Sendable, Hashable {
     /// The push payload the request came from, as received (empty when none).
     public var userInfo: [String: ConfigValue]
 
+    /// Makes a request; the optional parts are off or empty unless the server's type sets them.
     public init(
         transactionID: String,
         profile: UserProfile,
@@ -99,7 +106,9 @@ public enum MobileAuthDenialReason: String, Sendable, Codable, CaseIterable {
 /// A confirmation challenge: accept or deny the request, typing the portal's number when
 /// number matching is on.
 public struct MobileAuthConfirmationChallenge: Sendable {
+    /// The request to accept or deny.
     public var request: MobileAuthRequest
+    /// Makes the challenge for `request`.
     public init(request: MobileAuthRequest) { self.request = request }
 }
 
@@ -117,9 +126,14 @@ public enum MobileAuthConfirmationResponse: Sendable, Equatable {
 /// required: a PIN challenge the app does not answer is cancelled (which denies the request), a
 /// biometric one falls back to the PIN, a custom authenticator one too, as in the seed SDK.
 public protocol MobileAuthRequestDelegate: Sendable {
+    /// Ask the user to accept or deny the request.
     func confirmation(_ challenge: MobileAuthConfirmationChallenge) async -> MobileAuthConfirmationResponse
+    /// Ask the user for the PIN to approve `request`.
     func pin(_ challenge: PinChallenge, for request: MobileAuthRequest) async -> PinResponse
+    /// Ask to scan with a biometric sensor to approve `request`, or to fall back to the PIN.
     func biometric(_ challenge: BiometricChallenge, for request: MobileAuthRequest) async -> BiometricResponse
+    /// Ask the user for a custom authenticator's answer to approve `request`, or to fall back to
+    /// the PIN.
     func customAuthenticator(
         _ challenge: CustomAuthenticatorChallenge,
         for request: MobileAuthRequest
@@ -131,15 +145,20 @@ public protocol MobileAuthRequestDelegate: Sendable {
 }
 
 extension MobileAuthRequestDelegate {
+    /// Cancels, which denies the request.
     public func pin(_ challenge: PinChallenge, for request: MobileAuthRequest) async -> PinResponse { .cancel }
+    /// Falls back to the PIN.
     public func biometric(_ challenge: BiometricChallenge, for request: MobileAuthRequest) async -> BiometricResponse {
         .fallbackToPin
     }
+    /// Falls back to the PIN.
     public func customAuthenticator(
         _ challenge: CustomAuthenticatorChallenge,
         for request: MobileAuthRequest
     ) async -> CustomAuthenticatorResponse { .fallbackToPin }
+    /// Does nothing.
     public func didHandle(_ request: MobileAuthRequest, info: CustomInfo?) async {}
+    /// Does nothing.
     public func didFail(_ request: MobileAuthRequest?, error: any Error) async {}
 }
 

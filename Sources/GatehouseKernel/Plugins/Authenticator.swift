@@ -24,6 +24,7 @@ public protocol Authenticator: Sendable {
 }
 
 extension Authenticator {
+    /// Does nothing: the SDK removes the plugin's storage for the profile itself.
     public func deregister(_ context: AuthenticatorContext) async throws {}
 }
 
@@ -61,6 +62,7 @@ public struct AuthenticatorContext: Sendable {
     /// Why the previous attempt in this flow was refused, to show with the next challenge.
     public var previousError: (any DomainError)?
 
+    /// Makes the context; the SDK does this for each flow.
     public init(
         profile: UserProfile,
         storage: any KeyValueStore,
@@ -92,6 +94,8 @@ public enum AuthenticatorResult: Sendable, Equatable {
 public struct ServerConversation: Sendable {
     private let exchange: @Sendable (Data) async throws -> ServerReply
 
+    /// Makes a conversation that sends each message through `exchange` and returns what the server
+    /// half answered.
     public init(_ exchange: @escaping @Sendable (Data) async throws -> ServerReply) {
         self.exchange = exchange
     }
@@ -132,6 +136,7 @@ public protocol AuthenticatorVerifier: Sendable {
 public struct VerificationRequest: Sendable {
     /// The server's identifier of the user.
     public var subject: String
+    /// The profile on the device that sent the message, as the server knows it.
     public var profile: UserProfile
     /// The client half's message.
     public var message: Data
@@ -143,6 +148,7 @@ public struct VerificationRequest: Sendable {
     /// The current time, from the server's clock.
     public var now: Date
 
+    /// Makes a request; the server does this for each message.
     public init(
         subject: String,
         profile: UserProfile,
@@ -180,6 +186,7 @@ public struct AuthenticationSuccess: Sendable, Equatable {
     /// Reported to the app.
     public var info: CustomInfo?
 
+    /// Makes a success; with no arguments, nothing is sent, kept or reported.
     public init(reply: Data? = nil, registration: Data? = nil, info: CustomInfo? = nil) {
         self.reply = reply
         self.registration = registration
@@ -198,6 +205,7 @@ public struct AuthenticatorChallenge: Sendable, Equatable {
     /// maximum is reached) and clears the count when the flow succeeds.
     public var reservesAttempt: Bool
 
+    /// Makes a challenge; it reserves no attempt unless `reservesAttempt` says so.
     public init(payload: Data, session: Data, reservesAttempt: Bool = false) {
         self.payload = payload
         self.session = session
@@ -207,6 +215,7 @@ public struct AuthenticatorChallenge: Sendable, Equatable {
 
 /// A failed check, with its typed reason.
 public struct AuthenticationFailure: Error, Sendable {
+    /// Why the check failed, e.g. `invalidPin`; the app gets it.
     public var error: AuthenticationError
     /// Whether the failure counts towards the maximum number of failures. A wrong answer counts;
     /// a malformed or out-of-order message does not.
@@ -216,6 +225,7 @@ public struct AuthenticationFailure: Error, Sendable {
     /// PIN.
     public var removesRegistration: Bool
 
+    /// Makes a failure; it removes nothing unless `removesRegistration` says so.
     public init(_ error: AuthenticationError, countsAsAttempt: Bool, removesRegistration: Bool = false) {
         self.error = error
         self.countsAsAttempt = countsAsAttempt

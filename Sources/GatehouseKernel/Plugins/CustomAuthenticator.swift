@@ -46,15 +46,21 @@ extension CustomAuthenticatorResult: Equatable where RegistrationData: Equatable
 
 /// The seed server's custom-authenticator status codes, as apps see them in `CustomInfo.status`.
 public enum CustomAuthenticatorStatus {
+    /// 2000: registered, or authenticated.
     public static let success = 2000
+    /// 4000: a wrong answer; counted, and the user may try again.
     public static let retry = 4000
+    /// 4001: the user already has this authenticator.
     public static let alreadyRegistered = 4001
+    /// 4002: the service does not know the user's registration; it is removed, not counted.
     public static let notRegistered = 4002
+    /// 5000: failed for good; counted, the registration is removed and the PIN takes over.
     public static let failure = 5000
 }
 
 /// What the device half is given.
 public struct CustomDeviceRequest: Sendable {
+    /// The profile the authenticator registers or authenticates.
     public var profile: UserProfile
     /// This authenticator's values for the profile on the device, sealed by the SDK.
     public var storage: any KeyValueStore
@@ -62,8 +68,12 @@ public struct CustomDeviceRequest: Sendable {
     public var appData: String?
     /// What the service half sent with its challenge (authentication only).
     public var challengeData: String?
+    /// The time of the request, from the SDK's clock, so that a device half computing a time-based
+    /// answer can be tested.
     public var now: Date
 
+    /// Makes the request; `appData` and `challengeData` are `nil` when the app or the service sent
+    /// none.
     public init(
         profile: UserProfile,
         storage: any KeyValueStore,
@@ -96,8 +106,11 @@ public protocol CustomAuthenticatorDevice: Sendable {
 }
 
 extension CustomAuthenticatorDevice {
+    /// A secret called "Answer".
     public var answerPrompt: CustomAnswerPrompt { CustomAnswerPrompt(label: "Answer") }
+    /// A secret called "Registration data".
     public var registrationPrompt: CustomAnswerPrompt { CustomAnswerPrompt(label: "Registration data") }
+    /// Does nothing: the SDK removes the profile's storage itself.
     public func deregister(_ request: CustomDeviceRequest) async throws {}
 }
 
@@ -112,6 +125,7 @@ public struct CustomAnswerPrompt: Sendable, Hashable {
     /// Typed twice and compared before it is sent (a new secret the user cannot see).
     public var confirms: Bool
 
+    /// Makes a prompt: a secret, typed once, unless said otherwise.
     public init(label: String, isSecret: Bool = true, confirms: Bool = false) {
         self.label = label
         self.isSecret = isSecret
@@ -123,6 +137,7 @@ public struct CustomAnswerPrompt: Sendable, Hashable {
 public struct CustomServiceRequest<RegistrationData: Codable & Sendable>: Sendable {
     /// The server's identifier of the user.
     public var subject: String
+    /// The profile on the device that made the request, as the server knows it.
     public var profile: UserProfile
     /// What the device half sent (`nil` when asking for challenge data).
     public var payload: String?
@@ -131,8 +146,11 @@ public struct CustomServiceRequest<RegistrationData: Codable & Sendable>: Sendab
     /// Authentication: what ``CustomAuthenticatorService/challengeData(_:)`` sent for this very
     /// attempt, so an answer can be bound to it (a nonce, a question).
     public var challengeData: String?
+    /// The time of the request, from the server's clock; check time-based answers against it, not
+    /// the system clock.
     public var now: Date
 
+    /// Makes the request; `challengeData` is `nil` when the service sent none for this attempt.
     public init(
         subject: String,
         profile: UserProfile,
@@ -173,6 +191,7 @@ public protocol CustomAuthenticatorService: Sendable {
 }
 
 extension CustomAuthenticatorService {
+    /// None: the device half answers without data from the service.
     public func challengeData(_ request: CustomServiceRequest<RegistrationData>) async throws -> String? { nil }
 }
 
@@ -187,6 +206,7 @@ public protocol CustomAuthenticatorPlugin: AuthenticatorPlugin {
 }
 
 extension CustomAuthenticatorPlugin {
+    /// Makes the device half of the authenticator from ``makeDevice(configuration:context:)``.
     public static func makeAuthenticator(
         configuration: Configuration,
         context: PluginContext
@@ -200,6 +220,7 @@ extension CustomAuthenticatorPlugin {
         )
     }
 
+    /// Makes the server half of the authenticator from ``makeService(configuration:context:)``.
     public static func makeVerifier(
         configuration: Configuration,
         context: PluginContext
@@ -227,9 +248,11 @@ public struct ClosureCustomAuthenticatorDevice: CustomAuthenticatorDevice {
         self.authenticate = authenticate
     }
 
+    /// Calls the `register` closure.
     public func registrationPayload(_ request: CustomDeviceRequest) async throws -> String? {
         try await register(request)
     }
+    /// Calls the `authenticate` closure.
     public func authenticationPayload(_ request: CustomDeviceRequest) async throws -> String? {
         try await authenticate(request)
     }
@@ -237,13 +260,16 @@ public struct ClosureCustomAuthenticatorDevice: CustomAuthenticatorDevice {
 
 /// A service half from closures, for the smallest cases; it keeps its registration data as a string.
 public struct ClosureCustomAuthenticatorService: CustomAuthenticatorService {
+    /// What the closures are given; the registration data is a string.
     public typealias Request = CustomServiceRequest<String>
+    /// What the closures decide; the registration data is a string.
     public typealias Decision = CustomAuthenticatorResult<String>
 
     private let register: @Sendable (Request) async throws -> Decision
     private let challenge: @Sendable (Request) async throws -> String?
     private let authenticate: @Sendable (Request) async throws -> Decision
 
+    /// Makes the service half; without `challengeData` it sends no challenge data.
     public init(
         register: @escaping @Sendable (Request) async throws -> Decision,
         challengeData: @escaping @Sendable (Request) async throws -> String? = { _ in nil },
@@ -254,8 +280,11 @@ public struct ClosureCustomAuthenticatorService: CustomAuthenticatorService {
         self.authenticate = authenticate
     }
 
+    /// Calls the `register` closure.
     public func register(_ request: Request) async throws -> Decision { try await register(request) }
+    /// Calls the `challengeData` closure.
     public func challengeData(_ request: Request) async throws -> String? { try await challenge(request) }
+    /// Calls the `authenticate` closure.
     public func authenticate(_ request: Request) async throws -> Decision { try await authenticate(request) }
 }
 

@@ -36,16 +36,23 @@ private enum CustomCoding {
 /// The client half of a custom authenticator: asks the app, runs the device half, talks to the
 /// server half.
 public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Authenticator {
+    /// This authenticator as the manifest configures it: its id, name and plugin type.
     public let descriptor: AuthenticatorDescriptor
+    /// The integrator's device half, which makes the payloads.
     public let device: Device
     private let clock: any WallClock
 
+    /// Makes the client half; `clock` gives the time the device half sees as
+    /// ``CustomDeviceRequest/now``.
     public init(descriptor: AuthenticatorDescriptor, device: Device, clock: any WallClock = SystemWallClock()) {
         self.descriptor = descriptor
         self.device = device
         self.clock = clock
     }
 
+    /// Registers the authenticator: asks the app for registration data, has the device half make
+    /// the payload and sends it to the server half. Throws ``GenericError`` `actionCancelled` when
+    /// the app cancels.
     public func enroll(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
         let answer = await context.responder.customAuthenticatorRegistration(
             CustomAuthenticatorRegistrationChallenge(
@@ -66,6 +73,9 @@ public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Auth
         return .completed(info: info)
     }
 
+    /// Authenticates: fetches the service's challenge data, asks the app for the answer, has the
+    /// device half make the payload and sends it. Falls back to the PIN when the app asks to;
+    /// throws ``GenericError`` `actionCancelled` when it cancels.
     public func authenticate(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
         let begun = try await context.server.send(CustomCoding.encode(CustomMessage(op: .begin)))
         guard case .challenge(let payload) = begun,
@@ -105,6 +115,8 @@ public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Auth
         return .completed(info: info)
     }
 
+    /// Deregisters after the app confirms, letting the device half clean up; throws
+    /// ``GenericError`` `actionCancelled` when the app does not confirm.
     public func deregister(_ context: AuthenticatorContext) async throws {
         let answer = await context.responder.customAuthenticatorDeregistration(
             CustomAuthenticatorDeregistrationChallenge(profile: context.profile, authenticator: descriptor)
@@ -134,14 +146,19 @@ public struct CustomAuthenticatorClient<Device: CustomAuthenticatorDevice>: Auth
 /// A service that throws could not check the answer (its backing service is down): that is a
 /// temporary failure, not a wrong answer, so an outage costs the user no attempt.
 public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: AuthenticatorVerifier {
+    /// This authenticator as the manifest configures it: its id, name and plugin type.
     public let descriptor: AuthenticatorDescriptor
+    /// The integrator's service half, which checks the payloads.
     public let service: Service
 
+    /// Makes the server half.
     public init(descriptor: AuthenticatorDescriptor, service: Service) {
         self.descriptor = descriptor
         self.service = service
     }
 
+    /// Checks a registration payload with the service half and keeps its registration data on
+    /// success.
     public func enroll(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
         guard let message = CustomCoding.decode(CustomMessage.self, request.message), message.op == .register else {
             throw invalid("expected a registration")
@@ -168,6 +185,7 @@ public struct CustomAuthenticatorVerifier<Service: CustomAuthenticatorService>: 
         }
     }
 
+    /// Checks an authentication answer with the service half, as the table above says.
     public func verify(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
         // Data the service can no longer read (its type changed incompatibly) is no registration.
         guard let stored = CustomCoding.decode(StoredRegistration<Service.RegistrationData>.self, request.registration)

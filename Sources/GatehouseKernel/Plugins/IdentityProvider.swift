@@ -22,6 +22,7 @@ public struct RegistrationContext: Sendable {
     /// The app's answers to challenges.
     public var responder: any ChallengeResponder
 
+    /// Makes the context; the SDK does this for each registration.
     public init(scopes: [String], server: ServerConversation, responder: any ChallengeResponder) {
         self.scopes = scopes
         self.server = server
@@ -34,6 +35,7 @@ public struct RegistrationResult: Sendable, Equatable {
     /// What a custom API reported, handed to the app.
     public var info: CustomInfo?
 
+    /// Makes a result; `info` is `nil` when the provider reported nothing.
     public init(info: CustomInfo? = nil) { self.info = info }
 }
 
@@ -47,11 +49,17 @@ public protocol IdentityProviderHost: Sendable {
 
 /// One registration message, with the session the host returned with its previous challenge.
 public struct RegistrationStepRequest: Sendable {
+    /// The client half's message.
     public var message: Data
+    /// The session the host returned with its previous challenge in this registration; `nil` for
+    /// the first message.
     public var session: Data?
+    /// The scopes the app requested; empty means the application's defaults.
     public var scopes: [String]
+    /// The current time, from the server's clock.
     public var now: Date
 
+    /// Makes a request; the server does this for each message.
     public init(message: Data, session: Data? = nil, scopes: [String], now: Date) {
         self.message = message
         self.session = session
@@ -86,6 +94,7 @@ public struct RegisteredIdentity: Sendable, Equatable {
     /// revokes exactly them.
     public var grant: String?
 
+    /// Makes an identity; `info` and `grant` are `nil` unless the provider has them.
     public init(subject: String, info: CustomInfo? = nil, grant: String? = nil) {
         self.subject = subject
         self.info = info

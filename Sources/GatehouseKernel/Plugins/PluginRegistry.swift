@@ -11,6 +11,8 @@ import Logging
 public struct PluginRegistry: Sendable {
     private var registrations: [PluginTypeIdentifier: Registration] = [:]
 
+    /// An empty registry; `PluginRegistry.builtIn` (GatehousePlugins) is the one with Gatehouse's
+    /// own plugins.
     public init() {}
 
     /// A registry of the given plugin types; throws on a duplicate type identifier.
@@ -24,6 +26,8 @@ public struct PluginRegistry: Sendable {
         for plugin in identityProviders { try register(plugin) }
     }
 
+    /// Adds a validator plugin type under its ``Plugin/typeIdentifier``; throws if that identifier
+    /// is already registered.
     public mutating func register<P: ValidatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
         try add(
             Registration(kind: .validator, plugin: plugin) { configuration, context, _ in
@@ -32,6 +36,8 @@ public struct PluginRegistry: Sendable {
         )
     }
 
+    /// Adds an authenticator plugin type under its ``Plugin/typeIdentifier``; throws if that
+    /// identifier is already registered.
     public mutating func register<P: AuthenticatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
         try add(
             Registration(kind: .authenticator, plugin: plugin) { configuration, context, sides in
@@ -45,6 +51,8 @@ public struct PluginRegistry: Sendable {
         )
     }
 
+    /// Adds an identity provider plugin type under its ``Plugin/typeIdentifier``; throws if that
+    /// identifier is already registered.
     public mutating func register<P: IdentityProviderPlugin>(_ plugin: P.Type) throws(PluginRegistryError) {
         try add(
             Registration(kind: .identityProvider, plugin: plugin) { configuration, context, sides in
@@ -86,12 +94,14 @@ public struct PluginRegistry: Sendable {
         return copy
     }
 
+    /// This registry with the authenticator `plugin` added, for chaining.
     public func registering<P: AuthenticatorPlugin>(_ plugin: P.Type) throws(PluginRegistryError) -> PluginRegistry {
         var copy = self
         try copy.register(plugin)
         return copy
     }
 
+    /// This registry with the identity provider `plugin` added, for chaining.
     public func registering<P: IdentityProviderPlugin>(_ plugin: P.Type) throws(PluginRegistryError) -> PluginRegistry {
         var copy = self
         try copy.register(plugin)
@@ -122,7 +132,7 @@ public struct PluginRegistry: Sendable {
     /// entry is valid; the first problem is thrown as a ``ManifestError`` naming the entry.
     /// - Parameters:
     ///   - manifest: The manifest whose entries to build.
-    ///   - environment: What every plugin is handed: logger, clock, CPU work, named services.
+    ///   - environment: What every plugin is handed: logger, clock, CPU work, services.
     ///   - sides: Which halves of authenticators and identity providers to build: an app needs
     ///     the client halves, the token server the server halves. Configuration is checked either
     ///     way.
@@ -287,109 +297,3 @@ public struct PluginRegistry: Sendable {
 
 /// The configuration of a plugin that takes none: any key is refused.
 struct NoConfiguration: Decodable, Sendable {}
-
-/// Which halves of two-sided plugins to build.
-public struct PluginSides: OptionSet, Sendable {
-    public let rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
-
-    /// The halves an app runs: `Authenticator`, `IdentityProvider`.
-    public static let client = PluginSides(rawValue: 1)
-    /// The halves the token server runs: `AuthenticatorVerifier`, `IdentityProviderHost`.
-    public static let server = PluginSides(rawValue: 2)
-}
-
-/// A plugin type could not be registered.
-public struct PluginRegistryError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var type: PluginTypeIdentifier
-    public var problem: String
-
-    public var description: String { "plugin type \(quoted(type.rawValue)) \(problem)" }
-}
-
-/// The plugins a manifest asked for, built and ready.
-public struct LoadedPlugins: Sendable {
-    /// A validator with its manifest entry.
-    public struct LoadedValidator: Sendable {
-        public var id: String
-        public var type: PluginTypeIdentifier
-        public var validator: any Validator<String>
-    }
-
-    /// The halves of an authenticator that were asked for.
-    public struct LoadedAuthenticator: Sendable {
-        public var descriptor: AuthenticatorDescriptor
-        /// PIN, biometric or custom.
-        public var kind: AuthenticatorKind
-        /// The client half; `nil` when loaded for the server only.
-        public var authenticator: (any Authenticator)?
-        /// The server half; `nil` when loaded for the client only.
-        public var verifier: (any AuthenticatorVerifier)?
-    }
-
-    /// The halves of an identity provider that were asked for.
-    public struct LoadedIdentityProvider: Sendable {
-        public var descriptor: IdentityProviderDescriptor
-        /// The client half; `nil` when loaded for the server only.
-        public var identityProvider: (any IdentityProvider)?
-        /// The server half; `nil` when loaded for the client only.
-        public var host: (any IdentityProviderHost)?
-    }
-
-    public let source: String
-    public private(set) var validators: [LoadedValidator] = []
-    public private(set) var authenticators: [LoadedAuthenticator] = []
-    public private(set) var identityProviders: [LoadedIdentityProvider] = []
-
-    init(source: String) { self.source = source }
-
-    /// No plugins: for a client that only reads what its device holds (its profiles).
-    public static var none: LoadedPlugins { LoadedPlugins(source: "no plugins") }
-
-    /// The authenticator with manifest id `id`.
-    public func authenticator(id: String) -> LoadedAuthenticator? {
-        authenticators.first { $0.descriptor.id == id }
-    }
-
-    /// The PIN authenticator: the one entry of kind ``AuthenticatorKind/pin``.
-    public var pinAuthenticator: LoadedAuthenticator? {
-        authenticators.first { $0.kind == .pin }
-    }
-
-    /// The validator with manifest id `id`.
-    public func validator(id: String) -> (any Validator<String>)? {
-        validators.first { $0.id == id }?.validator
-    }
-
-    /// What was loaded, one line per plugin: `validator email (xignin.email)`.
-    public var report: [String] {
-        validators.map { "validator \($0.id) (\($0.type))" }
-            + authenticators.map { "authenticator \($0.descriptor)" }
-            + identityProviders.map { "identity provider \($0.descriptor)" }
-    }
-
-    mutating func add(_ instance: PluginRegistry.Instance, entry: Manifest.Entry) {
-        let name = entry.name ?? entry.id
-        switch instance {
-        case .validator(let validator):
-            validators.append(LoadedValidator(id: entry.id, type: entry.type, validator: validator))
-        case .authenticator(let kind, let authenticator, let verifier):
-            authenticators.append(
-                LoadedAuthenticator(
-                    descriptor: AuthenticatorDescriptor(id: entry.id, type: entry.type, name: name),
-                    kind: kind,
-                    authenticator: authenticator,
-                    verifier: verifier
-                )
-            )
-        case .identityProvider(let identityProvider, let host):
-            identityProviders.append(
-                LoadedIdentityProvider(
-                    descriptor: IdentityProviderDescriptor(id: entry.id, type: entry.type, name: name),
-                    identityProvider: identityProvider,
-                    host: host
-                )
-            )
-        }
-    }
-}

@@ -40,7 +40,10 @@ public struct PIN: Sendable, CustomStringConvertible, CustomDebugStringConvertib
         return difference == 0
     }
 
+    /// `PIN(redacted)`: the digits never reach a log or a string.
     public var description: String { "PIN(redacted)" }
+    /// `PIN(redacted)`, as for ``description``.
     public var debugDescription: String { "PIN(redacted)" }
+    /// A mirror without children, so `dump` and debuggers never show the digits.
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
