@@ -12,8 +12,10 @@ import _CryptoExtras
 /// the output unseals the signing key, which signs the server's single-use nonce. A wrong PIN
 /// cannot be tested on the device alone: every guess needs a server evaluation.
 public struct PINAuthenticator: Authenticator, PinPolicyChecker {
+    /// This authenticator as the manifest configures it: its id, name and plugin type.
     public let descriptor: AuthenticatorDescriptor
 
+    /// Makes the client half.
     public init(descriptor: AuthenticatorDescriptor) { self.descriptor = descriptor }
 
     /// Checks `pin` against the policy the server publishes for its PIN authenticator (the
@@ -23,6 +25,9 @@ public struct PINAuthenticator: Authenticator, PinPolicyChecker {
             .violations(of: pin)
     }
 
+    /// Enrolls a PIN: asks the app for a PIN until one meets the server's policy, has the server
+    /// evaluate it blinded, and keeps a new signing key sealed under the result. Throws
+    /// `GenericError` `actionCancelled` when the app cancels.
     public func enroll(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
         let policyReply = try await challenge(context.server.send(PINCrypto.encode(PINMessage(op: .policy))))
         guard let policy = policyReply.policy, let digest = policyReply.policyDigest,
@@ -73,6 +78,8 @@ public struct PINAuthenticator: Authenticator, PinPolicyChecker {
         return .completed(info: nil)
     }
 
+    /// Authenticates: asks the app for the PIN, has the server evaluate it blinded and signs the
+    /// server's nonce with the key it unseals. A wrong PIN fails at the server, which counts it.
     public func authenticate(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
         guard let wrapped = try await context.storage.value(forKey: PINStorageKey.wrappedSigningKey),
             let keyBytes = try await context.storage.value(forKey: PINStorageKey.oprfPublicKey)

@@ -7,6 +7,7 @@ import GatehouseKernel
 // client can unblind it. The benchmark (Benchmarks/, a package of its own) speaks them below the
 // SDK, so they are its SPI (`@_spi(Benchmarks) import PINAuthenticator`), not public API.
 
+/// What a message from the PIN authenticator's client half asks its server half to do.
 @_spi(Benchmarks)
 public enum PINOperation: String, Codable, Sendable {
     /// Enrolment: ask for the policy and a fresh OPRF key's public key.
@@ -21,17 +22,27 @@ public enum PINOperation: String, Codable, Sendable {
     case abandon
 }
 
+/// A message from the PIN authenticator's client half to its server half, as JSON.
 @_spi(Benchmarks)
 public struct PINMessage: Codable, Sendable {
+    /// What the message asks for.
     public var op: PINOperation
+    /// `evaluate`: the OPRF-blinded PIN (a P-384 element); nothing about the PIN can be read from
+    /// it.
     public var blinded: Data?
     /// Authentication: SHA-256 of the OPRF public key the device holds, so the server evaluates
     /// with the registration the device has (see `PINRegistration.previous`).
     public var oprfKeyDigest: Data?
+    /// `commit`: the device's new PIN-protected P-256 public key, x9.63.
     public var publicKey: Data?
+    /// `commit` and `prove`: the PIN-protected key's DER ECDSA signature over
+    /// `PINCrypto.signingInput(purpose:profileID:nonce:)` with the session's nonce.
     public var signature: Data?
+    /// `commit`: the digest of the policy the device checked the new PIN against, so a policy that
+    /// changed meanwhile is noticed.
     public var policyDigest: String?
 
+    /// Makes a message; only `op` is required, the rest depends on it.
     public init(
         op: PINOperation,
         blinded: Data? = nil,
@@ -49,12 +60,18 @@ public struct PINMessage: Codable, Sendable {
     }
 }
 
+/// The PIN authenticator server half's answer to a message, as JSON.
 @_spi(Benchmarks)
 public struct PINChallengePayload: Codable, Sendable {
     var policy: PinPolicy?
+    /// `policy`: the digest of the policy new PINs must meet, to send back with `commit`.
     public var policyDigest: String?
+    /// The OPRF public key (P-384, x9.63) the device checks the evaluation against and keeps.
     public var oprfPublicKey: Data?
+    /// `evaluate`: the server's evaluation of the blinded PIN, with its proof; only the device can
+    /// unblind it.
     public var evaluation: Data?
+    /// The server's single-use nonce (32 bytes) the PIN-protected key signs.
     public var nonce: Data?
 }
 
@@ -97,6 +114,7 @@ enum PINStorageKey {
     static let oprfPublicKey = "pin.oprfPublicKey"
 }
 
+/// The PIN authenticator's cryptography that both halves, and the benchmark, share.
 @_spi(Benchmarks)
 public enum PINCrypto {
     static let version = "gatehouse-pin-v1"

@@ -7,16 +7,22 @@ import _CryptoExtras
 /// the device's PIN-protected key, evaluates blinded PINs and checks signatures over single-use
 /// nonces. It never sees a PIN. Attempts are counted by the server's kernel, not here.
 public struct PINVerifier: AuthenticatorVerifier {
+    /// This authenticator as the manifest configures it: its id, name and plugin type.
     public let descriptor: AuthenticatorDescriptor
+    /// The policy new PINs must meet; the device checks it, the server checks its digest at
+    /// `commit`.
     public let policy: PinPolicy
     private let cpuWork: any CPUWorkExecutor
 
+    /// Makes the server half; `cpuWork` runs the OPRF evaluations off the server's event loops.
     public init(descriptor: AuthenticatorDescriptor, policy: PinPolicy, cpuWork: any CPUWorkExecutor) {
         self.descriptor = descriptor
         self.policy = policy
         self.cpuWork = cpuWork
     }
 
+    /// Handles one enrolment message: sends the policy and a fresh OPRF key, evaluates the chosen
+    /// PIN, then keeps the signed PIN-protected public key.
     public func enroll(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
         let message = try decode(request.message)
         switch message.op {
@@ -92,6 +98,8 @@ public struct PINVerifier: AuthenticatorVerifier {
         }
     }
 
+    /// Handles one authentication message: evaluates the blinded PIN with the user's OPRF key, then
+    /// checks the signature over the nonce. A wrong PIN is a counted failure.
     public func verify(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
         guard let stored = request.registration,
             let registration = try? PINCrypto.decode(PINRegistration.self, stored)
@@ -213,13 +221,18 @@ extension Data {
 ///
 /// Configuration: `policy`, the ``PinPolicy`` new PINs must meet (defaults as documented there).
 public enum PINAuthenticatorPlugin: AuthenticatorPlugin {
+    /// The `config` of a `pin` entry.
     public struct Configuration: Decodable, Sendable {
+        /// The policy new PINs must meet, from `config.policy`; ``PinPolicy``'s defaults when left
+        /// out.
         public var policy: PinPolicy
 
+        /// Makes a configuration; the default policy unless given.
         public init(policy: PinPolicy = PinPolicy()) { self.policy = policy }
 
         private enum CodingKeys: String, CodingKey { case policy }
 
+        /// Reads `config`; `policy` may be left out.
         public init(from decoder: any Decoder) throws {
             policy = try decoder.container(keyedBy: CodingKeys.self).decode(
                 PinPolicy.self,
@@ -229,16 +242,22 @@ public enum PINAuthenticatorPlugin: AuthenticatorPlugin {
         }
     }
 
+    /// `"pin"`.
     public static let typeIdentifier: PluginTypeIdentifier = "pin"
+    /// `AuthenticatorKind/pin`: the one a manifest must have and every other
+    /// authenticator falls back to.
     public static let authenticatorKind = AuthenticatorKind.pin
+    /// One line for listings.
     public static let summary = "PIN authenticator: OPRF-hardened, never stored or sent, policy-checked"
-    /// The policy: the app checks a PIN against it (``PinPolicyChecker``) before the PIN is used.
+    /// The policy: the app checks a PIN against it (`PinPolicyChecker`) before the PIN is used.
     public static let publishedConfigurationKeys: Set<String> = ["policy"]
 
+    /// Makes the client half, ``PINAuthenticator``.
     public static func makeAuthenticator(configuration: Configuration, context: PluginContext) -> any Authenticator {
         PINAuthenticator(descriptor: context.descriptor)
     }
 
+    /// Makes the server half, ``PINVerifier``, with the configured policy.
     public static func makeVerifier(configuration: Configuration, context: PluginContext) -> any AuthenticatorVerifier {
         PINVerifier(descriptor: context.descriptor, policy: configuration.policy, cpuWork: context.cpuWork)
     }

@@ -25,6 +25,7 @@ public struct PinPolicy: Sendable, Hashable {
     /// Whether the built-in list of common PINs applies. Default `true`.
     public var blocksCommonPins: Bool
 
+    /// Makes a policy; every rule has its documented default.
     public init(
         length: Int = 6,
         maxSimilarDigits: Int = 2,
@@ -114,6 +115,9 @@ extension PinPolicy: Codable {
         case length, maxSimilarDigits, sequencesAllowed, blacklist, blocksCommonPins
     }
 
+    /// Reads a policy from configuration: each key may be left out for its default. Throws when a
+    /// value is out of its range, when no PIN of `length` digits can meet `maxSimilarDigits`, or
+    /// when a `blacklist` entry is not `length` digits.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         length = try container.decode(Int.self, forKey: .length, default: 6, in: 5...32)
@@ -139,6 +143,7 @@ extension PinPolicy: Codable {
         self.blacklist = entries
     }
 
+    /// Writes every rule, defaults included, as the token server publishes the policy.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(length, forKey: .length)
@@ -162,10 +167,14 @@ extension PinPolicy: Codable {
 
 /// Validates PINs against a ``PinPolicy``, reporting every rule broken.
 public struct PinPolicyValidator: Validator {
+    /// The policy PINs are checked against.
     public let policy: PinPolicy
 
+    /// Makes a validator of `policy`.
     public init(policy: PinPolicy) { self.policy = policy }
 
+    /// Checks `input` against the policy, reporting every rule it breaks by its
+    /// `PinValidationError` code name (`tooShort`, `sequence`…).
     public func validate(_ input: String) -> ValidationReport {
         ValidationReport(
             violations: policy.violations(of: PIN(input)).map {
@@ -178,11 +187,15 @@ public struct PinPolicyValidator: Validator {
 /// `pin.policy`: the token server's PIN policy as a validator. Its configuration is the
 /// ``PinPolicy``: `length`, `maxSimilarDigits`, `sequencesAllowed`, `blacklist`, `blocksCommonPins`.
 public enum PinPolicyValidatorPlugin: ValidatorPlugin {
+    /// The configuration is the policy itself.
     public typealias Configuration = PinPolicy
 
+    /// `"pin.policy"`.
     public static let typeIdentifier: PluginTypeIdentifier = "pin.policy"
+    /// One line for listings.
     public static let summary = "PIN policy: exact length, blocklist, no sequences, limited repeats of one digit"
 
+    /// Makes a ``PinPolicyValidator`` of the configured policy.
     public static func makeValidator(configuration: PinPolicy, context: PluginContext) -> any Validator<String> {
         PinPolicyValidator(policy: configuration)
     }
