@@ -8,10 +8,16 @@ public import GatehouseKernel
 /// It keeps one profile's counter and the server half's registration between calls, and records
 /// every message the client sent.
 public actor AuthenticatorHarness {
+    /// The client half under test.
     public nonisolated let authenticator: any Authenticator
+    /// The server half under test.
     public nonisolated let verifier: any AuthenticatorVerifier
+    /// The one profile the harness enrolls and authenticates, `TEST01` unless given.
     public nonisolated let profile: UserProfile
+    /// The client half's storage for the profile, kept between calls, to check what it stored.
     public nonisolated let storage: InMemoryKeyValueStore
+    /// The clock the server half reads `VerificationRequest.now` from; a ``ManualClock`` unless
+    /// given.
     public nonisolated let clock: any WallClock
     /// Failures allowed before the profile is deregistered; 0 means unlimited.
     public nonisolated let maximumFailures: Int
@@ -38,11 +44,15 @@ public actor AuthenticatorHarness {
     /// Whether a stale session that differs from the current one was handed over.
     public private(set) var handedStaleSession = false
 
+    /// Turns on (or off) handing each message the session the previous flow had at the same
+    /// message, to check that the server half refuses a stale session.
     public func replayStaleSessions(_ on: Bool) {
         replaysStaleSessions = on
         handedStaleSession = false
     }
 
+    /// Makes a harness for the two halves, for one profile with no maximum of failures unless
+    /// given.
     public init(
         authenticator: any Authenticator,
         verifier: any AuthenticatorVerifier,

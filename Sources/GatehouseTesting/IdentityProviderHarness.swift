@@ -11,8 +11,12 @@ public import GatehouseKernel
 /// Each registration is a flow of its own (the identity stage alone); the harness records every
 /// message the client half sent and the user the server half named.
 public actor IdentityProviderHarness {
+    /// The client half under test.
     public nonisolated let identityProvider: any IdentityProvider
+    /// The server half under test.
     public nonisolated let host: any IdentityProviderHost
+    /// The clock the server half reads `RegistrationStepRequest.now` from; a ``ManualClock``
+    /// unless given.
     public nonisolated let clock: any WallClock
     /// The user the server half vouched for in the last registration, once it succeeded.
     public private(set) var identity: RegisteredIdentity?
@@ -48,6 +52,7 @@ public actor IdentityProviderHarness {
     /// Whether the client half of the last registration returned (rather than threw).
     private(set) var clientReturned = false
 
+    /// Makes a harness for the two halves; the clock is a ``ManualClock`` unless given.
     public init(
         identityProvider: any IdentityProvider,
         host: any IdentityProviderHost,

@@ -76,6 +76,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
     /// delegate.
     public private(set) var registrationFailures: [IdentityProviderDescriptor] = []
 
+    /// Makes a responder that gives the answers of `script` in order.
     public init(_ script: [ScriptedAnswer]) { self.script = script }
 
     /// Answers not used yet.
@@ -85,10 +86,12 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
     /// The kinds of the challenges received, in order.
     public var receivedKinds: [String] { received.map(\.kind) }
 
+    /// Records the identity provider in ``registrationFailures``.
     public func registrationDidFail(identityProvider: IdentityProviderDescriptor, error: any Error) {
         registrationFailures.append(identityProvider)
     }
 
+    /// Answers with the next scripted `.createPin`; cancels otherwise.
     public func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse {
         switch next(.createPin(challenge)) {
         case .createPin(let pin): .pin(PIN(pin))
@@ -96,6 +99,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    /// Answers with the next scripted `.pin`; cancels otherwise.
     public func pin(_ challenge: PinChallenge) -> PinResponse {
         switch next(.pin(challenge)) {
         case .pin(let pin): .pin(PIN(pin))
@@ -103,6 +107,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    /// Answers with the next scripted `.biometric`; cancels otherwise.
     public func biometric(_ challenge: BiometricChallenge) -> BiometricResponse {
         switch next(.biometric(challenge)) {
         case .biometric(let response): response
@@ -110,6 +115,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    /// Answers with the next scripted `.customAuthenticator`; cancels otherwise.
     public func customAuthenticator(_ challenge: CustomAuthenticatorChallenge) -> CustomAuthenticatorResponse {
         switch next(.customAuthenticator(challenge)) {
         case .customAuthenticator(let response): response
@@ -117,6 +123,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    /// Answers with the next scripted `.browserRegistration`; cancels otherwise.
     public func browserRegistration(_ challenge: BrowserRegistrationChallenge) -> BrowserRegistrationResponse {
         switch next(.browserRegistration(challenge)) {
         case .browserRegistration(let response): response
@@ -124,6 +131,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    /// Answers with the next scripted `.customRegistration`; cancels otherwise.
     public func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse {
         switch next(.customRegistration(challenge)) {
         case .customRegistration(let response): response
@@ -131,6 +139,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    /// Answers with the next scripted `.customAuthenticatorRegistration`; cancels otherwise.
     public func customAuthenticatorRegistration(
         _ challenge: CustomAuthenticatorRegistrationChallenge
     ) -> CustomAuthenticatorRegistrationResponse {
@@ -140,6 +149,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    /// Answers with the next scripted `.customAuthenticatorDeregistration`; cancels otherwise.
     public func customAuthenticatorDeregistration(
         _ challenge: CustomAuthenticatorDeregistrationChallenge
     ) -> CustomAuthenticatorDeregistrationResponse {
@@ -156,6 +166,7 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
     /// The errors the delegate was told of, with the request when it could be opened.
     public private(set) var failures: [(MobileAuthRequest?, any Error)] = []
 
+    /// Answers with the next scripted `.confirmation`; denies as not accepted otherwise.
     public func confirmation(_ challenge: MobileAuthConfirmationChallenge) -> MobileAuthConfirmationResponse {
         switch next(.confirmation(challenge)) {
         case .confirmation(let response): response
@@ -163,15 +174,20 @@ public actor ScriptedResponder: ChallengeResponder, RegistrationDelegate, Change
         }
     }
 
+    /// Answers as ``pin(_:)`` does, whatever the request.
     public func pin(_ challenge: PinChallenge, for request: MobileAuthRequest) -> PinResponse { pin(challenge) }
+    /// Answers as ``biometric(_:)`` does, whatever the request.
     public func biometric(_ challenge: BiometricChallenge, for request: MobileAuthRequest) -> BiometricResponse {
         biometric(challenge)
     }
+    /// Answers as ``customAuthenticator(_:)`` does, whatever the request.
     public func customAuthenticator(
         _ challenge: CustomAuthenticatorChallenge,
         for request: MobileAuthRequest
     ) -> CustomAuthenticatorResponse { customAuthenticator(challenge) }
+    /// Records the request and its info in ``handled``.
     public func didHandle(_ request: MobileAuthRequest, info: CustomInfo?) { handled.append((request, info)) }
+    /// Records the request and the error in ``failures``.
     public func didFail(_ request: MobileAuthRequest?, error: any Error) { failures.append((request, error)) }
 
     /// Records `challenge` and takes the next answer if it fits; `nil` (cancel) otherwise.
