@@ -6,7 +6,9 @@ public import GatehouseKernel
 public enum InvitationIdentityProviderPlugin: IdentityProviderPlugin {
     /// `invitations`: each code (at least 8 characters) and the user it invites. The server's alone: never published.
     public struct Configuration: Decodable, Sendable {
+        /// Each invitation code and the user id it registers.
         public var invitations: [String: String]
+        /// Reads `config`; throws when a code is shorter than 8 characters.
         public init(from decoder: any Decoder) throws {
             let config = try decoder.container(keyedBy: Keys.self)
             invitations = try config.decode([String: String].self, forKey: .invitations, default: [:])
@@ -16,14 +18,18 @@ public enum InvitationIdentityProviderPlugin: IdentityProviderPlugin {
         }
         private enum Keys: String, CodingKey { case invitations }
     }
+    /// `"example.invitation"`.
     public static let typeIdentifier: PluginTypeIdentifier = "example.invitation"
+    /// One line for listings.
     public static let summary = "Registration with a single-use invitation code from the manifest"
+    /// Makes the app's half, ``InvitationClient``.
     public static func makeIdentityProvider(
         configuration: Configuration,
         context: PluginContext
     ) -> any IdentityProvider {
         InvitationClient(descriptor: context.descriptor)
     }
+    /// Makes the server's half from the codes; throws a `ConfigurationError` when the manifest gives no code.
     public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
     {
         // Checked here, not when decoding: the app builds its half without the codes.
@@ -50,7 +56,9 @@ extension RegistrationError.Code {
 
 /// The app's half: asks for the code and sends it. A refusal is the server half's error, thrown by `send`.
 public struct InvitationClient: IdentityProvider {
+    /// This identity provider as the manifest configures it: its id, name and plugin type.
     public let descriptor: IdentityProviderDescriptor
+    /// Asks the app for the code and sends it; throws `GenericError` `actionCancelled` when the app cancels.
     public func register(_ context: RegistrationContext) async throws -> RegistrationResult {
         let ask = CustomRegistrationChallenge(identityProvider: descriptor, step: .finish)
         guard case .data(let code) = await context.responder.customRegistration(ask) else {
@@ -70,10 +78,12 @@ public struct InvitationClient: IdentityProvider {
 
 /// The server's half: a known code names its user once; its second use is a replay, which revokes what the first opened.
 public struct InvitationHost: IdentityProviderHost {
+    /// This identity provider as the manifest configures it: its id, name and plugin type.
     public let descriptor: IdentityProviderDescriptor
     let users: [String: String]  // by the code's digest: looked up without comparing codes byte by byte
     let used = UsedInvitations()  // this process's memory: a cluster or a restart needs a shared store instead
 
+    /// Names the code's user the first time; refuses an unknown code, and a used one as a replay.
     public func handle(_ request: RegistrationStepRequest) async throws -> RegistrationOutcome {
         let grant = Self.grant(request.message)
         let refusal = RegistrationError(.invitationNotValid)
