@@ -13,11 +13,14 @@ public import GatehouseKernel
 /// The client half: the app is asked first (scan, PIN or cancel), then the sensor; a match
 /// releases the device key, which signs the server's nonce.
 public struct BiometricAuthenticator: Authenticator {
+    /// This authenticator as the manifest configures it: its id, name and plugin type.
     public let descriptor: AuthenticatorDescriptor
+    /// The simulated sensor that answers the scans, in place of the OS's biometric prompt.
     public let sensor: SimulatedBiometricSensor
     /// The prompt shown when the app answers `.defaultPrompt`.
     public static let defaultPrompt = "Confirm it's you"
 
+    /// Makes the client half with `sensor`.
     public init(descriptor: AuthenticatorDescriptor, sensor: SimulatedBiometricSensor) {
         self.descriptor = descriptor
         self.sensor = sensor
@@ -49,6 +52,10 @@ public struct BiometricAuthenticator: Authenticator {
         return .completed(info: nil)
     }
 
+    /// Authenticates: asks the app (scan, PIN or cancel), scans, and on a match signs the server's
+    /// nonce with the device key. A failed scan is counted on the server; a lockout or an
+    /// invalidated key deregisters the authenticator and falls back to the PIN. Throws
+    /// `GenericError` `actionCancelled` when the app cancels.
     public func authenticate(_ context: AuthenticatorContext) async throws -> AuthenticatorResult {
         let answer = await context.responder.biometric(
             BiometricChallenge(
@@ -90,6 +97,7 @@ public struct BiometricAuthenticator: Authenticator {
         }
     }
 
+    /// Removes the device key and everything else the plugin keeps for the profile.
     public func deregister(_ context: AuthenticatorContext) async throws {
         try await context.storage.removeAll()
     }

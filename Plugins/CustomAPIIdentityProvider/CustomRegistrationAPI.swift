@@ -12,7 +12,13 @@ import FoundationNetworking
 /// Reply statuses follow the seed server's ranges: 2000–2999 success (``complete`` must then name
 /// the user), 4000–4999 the user may try again, 5000–5999 the registration is over.
 public protocol CustomRegistrationAPI: Sendable {
+    /// The first step of a two-step registration: starts it, and its reply's data reaches the app
+    /// (e.g. "type the code we sent you"). Throw when the API cannot answer; the registration then
+    /// fails as `externalIdentityProviderFailure`, to be tried again later.
     func initialize(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply
+    /// The last (or only) step: a reply of 2000–2999 must name the user in
+    /// ``CustomRegistrationReply/userID``. Throw when the API cannot answer; the registration then
+    /// fails as `externalIdentityProviderFailure`, to be tried again later.
     func complete(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply
 }
 
@@ -24,8 +30,10 @@ public struct CustomRegistrationRequest: Codable, Sendable, Equatable {
     public var data: String?
     /// What ``CustomRegistrationReply/state`` said at the previous step; kept on the server.
     public var state: String?
+    /// The scopes the app requested (`scopes`); empty means the application's defaults.
     public var scopes: [String]
 
+    /// Makes a request; the identity provider does this for each step.
     public init(identityProvider: String, data: String?, state: String?, scopes: [String]) {
         self.identityProvider = identityProvider
         self.data = data
@@ -41,6 +49,8 @@ public struct CustomRegistrationRequest: Codable, Sendable, Equatable {
 
 /// A custom registration API's answer.
 public struct CustomRegistrationReply: Codable, Sendable, Equatable {
+    /// The seed server's status (`status`): 2000–2999 success, 4000–4999 the user may try again,
+    /// 5000–5999 the registration is over.
     public var status: Int
     /// Shown to the app as the custom info's data.
     public var data: String?
@@ -50,6 +60,7 @@ public struct CustomRegistrationReply: Codable, Sendable, Equatable {
     /// Kept by the server (never sent to the app) and handed to the next call.
     public var state: String?
 
+    /// Makes a reply; only `status` is required.
     public init(status: Int, data: String? = nil, userID: String? = nil, state: String? = nil) {
         self.status = status
         self.data = data
@@ -70,18 +81,28 @@ public struct CustomRegistrationReply: Codable, Sendable, Equatable {
 /// ``CustomRegistrationRequest`` as JSON with `"step": "init" | "complete"`, answered by a
 /// ``CustomRegistrationReply``.
 public struct HTTPCustomRegistrationAPI: CustomRegistrationAPI {
+    /// Where each step is posted.
     public let url: URL
+    /// How long one step may take, in seconds (default 10); a step that takes longer fails as
+    /// `externalIdentityProviderFailure`.
     public let timeout: TimeInterval
 
+    /// Makes the client of the API at `url`; `timeout` is in seconds.
     public init(url: URL, timeout: TimeInterval = 10) {
         self.url = url
         self.timeout = timeout
     }
 
+    /// Posts the request with `"step": "init"`. Throws `RegistrationError`
+    /// `externalIdentityProviderFailure` when the API answers with an HTTP error or a malformed
+    /// reply.
     public func initialize(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
         try await post(step: "init", request)
     }
 
+    /// Posts the request with `"step": "complete"`. Throws `RegistrationError`
+    /// `externalIdentityProviderFailure` when the API answers with an HTTP error or a malformed
+    /// reply.
     public func complete(_ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
         try await post(step: "complete", request)
     }
