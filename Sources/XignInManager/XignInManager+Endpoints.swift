@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
 import GatehouseServer
@@ -58,6 +57,11 @@ extension XignInManager {
         }
     }
 
+    /// A code that has had as many PIN evaluations as it may.
+    static var lockedCode: Refusal {
+        Refusal(400, "invalid_grant", "The activation code is locked after too many wrong PINs.")
+    }
+
     static func hash(_ text: String) -> Data { Data(SHA256.hash(data: Data(text.utf8))) }
 
     static func randomToken(_ count: Int = 24) -> String {
@@ -110,13 +114,7 @@ extension XignInManager {
             let keyBytes = P384._VOPRF.PrivateKey().rawRepresentation
             let (evaluation, publicKey) = try await evaluate(body.blinded, keyBytes: keyBytes)
             let token = Self.randomToken()
-            try await pool.write { db in
-                try db.execute(sql: "DELETE FROM pin_keys WHERE expires_at < ?", arguments: [now])
-                try db.execute(
-                    sql: "INSERT INTO pin_keys (token, oprf_key, expires_at) VALUES (?, ?, ?)",
-                    arguments: [token, keyBytes, now + 600]
-                )
-            }
+            try await store.keepPinKey(keyBytes, token: token, now: now)
             return try json(
                 PinEvaluationResponse(
                     evaluation: evaluation.base64URLEncodedString,
@@ -128,41 +126,25 @@ extension XignInManager {
         }
         // Activation: the account's key; one counted attempt, refused at the limit.
         let codeHash = Self.hash(code.uppercased())
-        let keyBytes = try await pool.read { db -> Data in
-            guard
-                let row = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT accounts.oprf_key, activation_codes.* FROM activation_codes
-                        JOIN accounts ON accounts.id = activation_codes.account_id WHERE code_hash = ?
-                        """,
-                    arguments: [codeHash]
-                ), !(row["used"] as Bool), (row["expires_at"] as Double) > now
-            else { throw Refusal(400, "invalid_grant", "The activation code is not valid.") }
-            guard (row["attempts"] as Int) < self.configuration.maxActivationAttempts else {
-                throw Refusal(400, "invalid_grant", "The activation code is locked after too many wrong PINs.")
-            }
-            return row["oprf_key"]
+        let maximum = configuration.maxActivationAttempts
+        let keyBytes: Data
+        switch try await store.activationKey(codeHash: codeHash, maximumAttempts: maximum, now: now) {
+        case .key(let key): keyBytes = key
+        case .invalid: throw Refusal(400, "invalid_grant", "The activation code is not valid.")
+        case .locked: throw Self.lockedCode
         }
         let (evaluation, publicKey) = try await evaluate(body.blinded, keyBytes: keyBytes)
         let token = Self.randomToken()
         let nonce = Data.random(count: 32)
-        let maximum = configuration.maxActivationAttempts
-        try await pool.write { db in
-            try db.execute(
-                sql:
-                    "UPDATE activation_codes SET attempts = attempts + 1 WHERE code_hash = ? AND attempts < ? AND used = 0",
-                arguments: [codeHash, maximum]
+        guard
+            try await store.reserveActivationAttempt(
+                codeHash: codeHash,
+                maximumAttempts: maximum,
+                token: token,
+                nonce: nonce,
+                now: now
             )
-            guard db.changesCount == 1 else {
-                throw Refusal(400, "invalid_grant", "The activation code is locked after too many wrong PINs.")
-            }
-            try db.execute(sql: "DELETE FROM activation_attempts WHERE expires_at < ?", arguments: [now])
-            try db.execute(
-                sql: "INSERT INTO activation_attempts (token, code_hash, nonce, expires_at) VALUES (?, ?, ?, ?)",
-                arguments: [token, codeHash, nonce, now + 300]
-            )
-        }
+        else { throw Self.lockedCode }
         return try json(
             PinEvaluationResponse(
                 evaluation: evaluation.base64URLEncodedString,

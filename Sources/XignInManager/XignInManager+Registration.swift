@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseOutbound
 import GatehouseProtocol
@@ -72,46 +71,30 @@ extension XignInManager {
         let attributes = try JSONEncoder().encode(
             Dictionary(uniqueKeysWithValues: values.map { ($0.key.rawValue, $0.value) })
         )
-        let lifetime = Double(configuration.activationCodeLifetime)
-        let alias = try await pool.write { db -> String in
-            guard
-                let oprfKey = try Data.fetchOne(
-                    db,
-                    sql: "SELECT oprf_key FROM pin_keys WHERE token = ? AND expires_at > ?",
-                    arguments: [body.pinToken, now]
-                )
-            else {
-                throw Refusal(
-                    400,
-                    "invalid_request",
-                    "The activation PIN's evaluation expired or is unknown; evaluate it again."
-                )
-            }
-            do {
-                try db.execute(
-                    sql: """
-                        INSERT INTO accounts (id, email, category, attributes, oprf_key, pin_public_key, service_mapping, created_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [accountID, email, category.id, attributes, oprfKey, publicKeyBytes, mapping?.id, now]
-                )
-            } catch DatabaseError.SQLITE_CONSTRAINT_UNIQUE {
-                throw self.refusal([.email: .notAvailable], aliasError: nil)
-            }
-            try db.execute(sql: "DELETE FROM pin_keys WHERE token = ?", arguments: [body.pinToken])
-            // Without a valid service mapping, arbitrary attributes are dropped without a word.
-            if mapping != nil, !arbitrary.isEmpty {
-                try db.execute(
-                    sql: "INSERT INTO pending_attributes (account_id, data) VALUES (?, ?)",
-                    arguments: [accountID, try JSONEncoder().encode(arbitrary)]
-                )
-            }
-            let alias = body.alias ?? "Activation 1"
-            try db.execute(
-                sql: "INSERT INTO activation_codes (code_hash, account_id, alias, expires_at) VALUES (?, ?, ?, ?)",
-                arguments: [Self.hash(code), accountID, alias, now + lifetime]
+        // Without a valid service mapping, arbitrary attributes are dropped without a word.
+        let pending = mapping != nil && !arbitrary.isEmpty ? try JSONEncoder().encode(arbitrary) : nil
+        let alias = body.alias ?? "Activation 1"
+        let account = XignInStore.NewAccount(
+            id: accountID,
+            email: email,
+            category: category.id,
+            attributes: attributes,
+            pinPublicKey: publicKeyBytes,
+            serviceMapping: mapping?.id,
+            pendingAttributes: pending,
+            alias: alias,
+            codeHash: Self.hash(code),
+            codeExpiresAt: now + Double(configuration.activationCodeLifetime)
+        )
+        switch try await store.register(account, pinToken: body.pinToken, now: now) {
+        case .registered: break
+        case .pinEvaluationUnknown:
+            throw Refusal(
+                400,
+                "invalid_request",
+                "The activation PIN's evaluation expired or is unknown; evaluate it again."
             )
-            return alias
+        case .emailTaken: throw refusal([.email: .notAvailable], aliasError: nil)
         }
         try await mail.send(
             ActivationMail(
@@ -151,77 +134,22 @@ extension XignInManager {
         else { throw Refusal(400, "invalid_request", "Invalid field signature: not an ECDSA signature.") }
         let codeHash = Self.hash(body.activationCode.uppercased())
         let now = now
-        let maximum = configuration.maxActivationAttempts
-        enum Result: Sendable {
-            case activated(IdentityManagerEntity, LinkedServiceDelivery?, OutboundURL?)
-            case wrongPin(remaining: Int)
+        let attempt = XignInStore.ActivationRequest(
+            token: body.token,
+            codeHash: codeHash,
+            activationID: Self.randomToken(16),
+            maximumAttempts: configuration.maxActivationAttempts,
+            configuredMappings: Set(configuration.serviceMappings.map(\.id)),
+            now: now
+        )
+        let token = body.token
+        let outcome = try await store.activate(attempt) { pinPublicKey, nonce in
+            guard let publicKey = try? P256.Signing.PublicKey(x963Representation: pinPublicKey) else { return false }
+            return publicKey.isValidSignature(signature, for: ActivationPinKey.signingInput(token: token, nonce: nonce))
         }
-        let result = try await pool.write { db -> Result in
-            guard
-                let attempt = try Row.fetchOne(
-                    db,
-                    sql: "SELECT * FROM activation_attempts WHERE token = ? AND code_hash = ? AND expires_at > ?",
-                    arguments: [body.token, codeHash, now]
-                )
-            else { throw Refusal(400, "invalid_grant", "The activation attempt is unknown or expired; start again.") }
-            // Single use, whatever the outcome.
-            try db.execute(sql: "DELETE FROM activation_attempts WHERE token = ?", arguments: [body.token])
-            guard
-                let code = try Row.fetchOne(
-                    db,
-                    sql: """
-                        SELECT activation_codes.*, accounts.pin_public_key, accounts.email, accounts.service_mapping
-                        FROM activation_codes JOIN accounts ON accounts.id = activation_codes.account_id
-                        WHERE code_hash = ? AND used = 0 AND expires_at > ?
-                        """,
-                    arguments: [codeHash, now]
-                ),
-                let publicKey = try? P256.Signing.PublicKey(x963Representation: code["pin_public_key"] as Data)
-            else { return .wrongPin(remaining: 0) }
-            let nonce: Data = attempt["nonce"]
-            guard
-                publicKey.isValidSignature(
-                    signature,
-                    for: ActivationPinKey.signingInput(token: body.token, nonce: nonce)
-                )
-            else {
-                return .wrongPin(remaining: max(0, maximum - (code["attempts"] as Int)))
-            }
-            let accountID: String = code["account_id"]
-            let entity = IdentityManagerEntity(
-                activationID: Self.randomToken(16),
-                accountID: accountID,
-                alias: code["alias"],
-                managerURL: self.managerURL
-            )
-            try db.execute(sql: "UPDATE activation_codes SET used = 1 WHERE code_hash = ?", arguments: [codeHash])
-            try db.execute(
-                sql: "INSERT INTO activations (id, account_id, alias, created_at) VALUES (?, ?, ?, ?)",
-                arguments: [entity.activationID, accountID, entity.alias, now]
-            )
-            // Arbitrary attributes go to the linked service once, and are deleted whatever it answers.
-            var delivery: LinkedServiceDelivery?
-            var webhook: OutboundURL?
-            if let data = try Data.fetchOne(
-                db,
-                sql: "SELECT data FROM pending_attributes WHERE account_id = ?",
-                arguments: [accountID]
-            ),
-                let mappingID = code["service_mapping"] as String?,
-                let mapping = self.configuration.serviceMappings.first(where: { $0.id == mappingID })
-            {
-                try db.execute(sql: "DELETE FROM pending_attributes WHERE account_id = ?", arguments: [accountID])
-                delivery = LinkedServiceDelivery(
-                    serviceMappingID: mappingID,
-                    accountID: accountID,
-                    email: code["email"],
-                    attributes: (try? JSONDecoder().decode([String: String].self, from: data)) ?? [:]
-                )
-                webhook = mapping.webhook
-            }
-            return .activated(entity, delivery, webhook)
-        }
-        switch result {
+        switch outcome {
+        case .unknownAttempt:
+            throw Refusal(400, "invalid_grant", "The activation attempt is unknown or expired; start again.")
         case .wrongPin(let remaining):
             throw Refusal(
                 400,
@@ -230,8 +158,23 @@ extension XignInManager {
                     ? "The activation PIN is not correct." : "The activation code is locked after too many wrong PINs.",
                 remaining: remaining
             )
-        case .activated(let entity, let delivery, let webhook):
-            if let delivery, let webhook {
+        case .activated(let activated):
+            let entity = IdentityManagerEntity(
+                activationID: attempt.activationID,
+                accountID: activated.accountID,
+                alias: activated.alias,
+                managerURL: managerURL
+            )
+            // Arbitrary attributes go to the linked service once, and are deleted whatever it answers.
+            if let data = activated.pendingAttributes, let mappingID = activated.serviceMapping,
+                let webhook = configuration.serviceMappings.first(where: { $0.id == mappingID })?.webhook
+            {
+                let delivery = LinkedServiceDelivery(
+                    serviceMappingID: mappingID,
+                    accountID: activated.accountID,
+                    email: activated.email,
+                    attributes: (try? JSONDecoder().decode([String: String].self, from: data)) ?? [:]
+                )
                 do {
                     try await provisioner.provision(delivery, at: webhook)
                 } catch {

@@ -1,6 +1,5 @@
 import Crypto
 public import Foundation
-import GRDB
 public import GatehouseKernel
 public import GatehouseProtocol
 public import GatehouseServer
@@ -19,7 +18,7 @@ import _CryptoExtras
 public final class XignInManager: ServerExtension {
     public let configuration: XignInManagerConfiguration
     public var pathPrefix: String { "/xignin/" }
-    let pool: DatabasePool
+    let store: XignInStore
     let mail: any ActivationMailSender
     let provisioner: any LinkedServiceProvisioner
     let clock: any WallClock
@@ -58,63 +57,7 @@ public final class XignInManager: ServerExtension {
             perMinute: configuration.evaluationsPerMinute,
             burst: configuration.evaluationsPerMinute
         )
-        var database = Configuration()
-        database.label = "gatehouse.xignin"
-        database.busyMode = .timeout(10)
-        do {
-            try PrivateFiles.prepareDatabase(at: databasePath)
-            pool = try DatabasePool(path: databasePath, configuration: database)
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Self.migrator.migrate(pool)
-        } catch {
-            throw DatabaseFailure.sqlite(databasePath, .opening, error)
-        }
-    }
-
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.create(table: "accounts") { table in
-                table.primaryKey("id", .text)
-                table.column("email", .text).unique()
-                table.column("category", .text).notNull()
-                table.column("attributes", .blob).notNull()
-                table.column("oprf_key", .blob).notNull()
-                table.column("pin_public_key", .blob).notNull()
-                table.column("service_mapping", .text)
-                table.column("created_at", .double).notNull()
-            }
-            try db.create(table: "pin_keys") { table in
-                table.primaryKey("token", .text)
-                table.column("oprf_key", .blob).notNull()
-                table.column("expires_at", .double).notNull()
-            }
-            try db.create(table: "activation_codes") { table in
-                table.column("code_hash", .blob).primaryKey()
-                table.column("account_id", .text).notNull().references("accounts", onDelete: .cascade)
-                table.column("alias", .text).notNull()
-                table.column("attempts", .integer).notNull().defaults(to: 0)
-                table.column("used", .boolean).notNull().defaults(to: false)
-                table.column("expires_at", .double).notNull()
-            }
-            try db.create(table: "activation_attempts") { table in
-                table.primaryKey("token", .text)
-                table.column("code_hash", .blob).notNull()
-                table.column("nonce", .blob).notNull()
-                table.column("expires_at", .double).notNull()
-            }
-            try db.create(table: "activations") { table in
-                table.primaryKey("id", .text)
-                table.column("account_id", .text).notNull().references("accounts", onDelete: .cascade).indexed()
-                table.column("alias", .text).notNull()
-                table.column("created_at", .double).notNull()
-            }
-            try db.create(table: "pending_attributes") { table in
-                table.primaryKey("account_id", .text).references("accounts", onDelete: .cascade)
-                table.column("data", .blob).notNull()
-            }
-        }
-        return migrator
+        store = try XignInStore(sqlitePath: databasePath)
     }
 
     public func handle(_ request: WireRequest) async -> WireResponse {
