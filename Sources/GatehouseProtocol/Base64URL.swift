@@ -99,10 +99,13 @@ enum Base64URL {
 
 /// A byte string carried in JSON as base64url text.
 public struct Base64URLData: Codable, Hashable, Sendable {
+    /// The raw bytes.
     public var data: Data
 
+    /// Wraps raw bytes, to be written as base64url.
     public init(_ data: Data) { self.data = data }
 
+    /// Decodes base64url text without padding; throws `DecodingError` for anything else.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
@@ -112,6 +115,7 @@ public struct Base64URLData: Codable, Hashable, Sendable {
         self.data = data
     }
 
+    /// Encodes the bytes as base64url text without padding.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(data.base64URLEncodedString)

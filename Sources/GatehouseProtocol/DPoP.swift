@@ -4,12 +4,16 @@ public import Foundation
 /// A public key as a JSON Web Key (RFC 7517): P-256 or P-384 (`kty` EC), or Ed25519 (`kty` OKP,
 /// RFC 8037). DPoP proofs carry one; profile keys are P-256.
 public struct PublicJWK: Codable, Hashable, Sendable {
+    /// The key type: `EC` for P-256 and P-384, `OKP` for Ed25519.
     public var kty: String
+    /// The curve: `P-256`, `P-384` or `Ed25519`.
     public var crv: String
+    /// The point's x coordinate (EC) or the raw public key (Ed25519), base64url without padding.
     public var x: String
     /// The point's y coordinate; EC keys only.
     public var y: String?
 
+    /// The JWK of a P-256 key: 32-byte coordinates.
     public init(_ key: P256.Signing.PublicKey) {
         let raw = key.rawRepresentation
         kty = "EC"
@@ -18,6 +22,7 @@ public struct PublicJWK: Codable, Hashable, Sendable {
         y = raw.suffix(32).base64URLEncodedString
     }
 
+    /// The JWK of a P-384 key: 48-byte coordinates.
     public init(_ key: P384.Signing.PublicKey) {
         let raw = key.rawRepresentation
         kty = "EC"
@@ -26,6 +31,7 @@ public struct PublicJWK: Codable, Hashable, Sendable {
         y = raw.suffix(48).base64URLEncodedString
     }
 
+    /// The JWK of an Ed25519 key: 32 bytes in `x`, no `y`.
     public init(_ key: Curve25519.Signing.PublicKey) {
         kty = "OKP"
         crv = "Ed25519"
@@ -121,6 +127,7 @@ public enum DPoP {
         case p384(P384.Signing.PrivateKey)
         case ed25519(Curve25519.Signing.PrivateKey)
 
+        /// The public half of the key, as a proof's header carries it.
         public var jwk: PublicJWK {
             switch self {
             case .p256(let key): PublicJWK(key.publicKey)
@@ -163,9 +170,12 @@ public enum DPoP {
 
     /// A proof for one request, signed with a P-256 key (ES256).
     /// - Parameters:
+    ///   - method: The request's HTTP method (`htm`), such as `POST`.
     ///   - url: The request's URL without query and fragment (`htu`).
     ///   - accessToken: The access token sent with the request, if any; its hash goes into `ath`.
     ///   - nonce: The server's latest `DPoP-Nonce`, when it asks for one.
+    ///   - key: The private key the tokens are bound to; its public half goes into the header.
+    ///   - now: The time the proof states it was made (`iat`).
     public static func proof(
         method: String,
         url: String,
@@ -212,9 +222,11 @@ public enum DPoP {
     public struct VerifiedProof: Sendable, Equatable {
         /// The thumbprint of the key that signed the proof.
         public var keyThumbprint: String
+        /// The key that signed the proof, from its `jwk` header.
         public var publicKey: PublicJWK
         /// The proof's unique id; the server refuses a second proof with the same id.
         public var jti: String
+        /// When the client says it made the proof (`iat`), within the accepted clock skew.
         public var issuedAt: Date
         /// The server nonce the proof carries, if any; the caller checks it.
         public var nonce: String?
@@ -222,7 +234,9 @@ public enum DPoP {
 
     /// Why a proof was refused.
     public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        /// What was wrong with the proof, for the `error_description` of a 401 `invalid_dpop_proof`.
         public var reason: String
+        /// The reason, as logs print it.
         public var description: String { reason }
     }
 
@@ -246,8 +260,15 @@ public enum DPoP {
 
     /// Checks a proof: its form, algorithm, signature, method, whole target URI, age and
     /// access-token hash. The caller checks that `jti` was not seen before, and the nonce.
-    /// - Parameter url: The request's URI as the client addressed it: the server's public URL
-    ///   and the path (RFC 9449 §4.3, step 9).
+    /// - Parameters:
+    ///   - proof: The `DPoP` header's value, a compact JWS.
+    ///   - method: The request's HTTP method, which the proof's `htm` must equal.
+    ///   - url: The request's URI as the client addressed it: the server's public URL
+    ///     and the path (RFC 9449 §4.3, step 9).
+    ///   - accessToken: The access token sent with the request, whose hash `ath` must be; `nil` when
+    ///     none was sent (`ath` is then not checked).
+    ///   - now: The server's clock, which `iat` must be within ``allowedClockSkew`` of.
+    /// - Throws: ``Refusal`` with the reason, for a 401 `invalid_dpop_proof`.
     public static func verify(
         _ proof: String,
         method: String,

@@ -16,17 +16,21 @@ public struct DatabaseFailure: Error, Sendable, Equatable, LocalizedError, Custo
 
     /// The database: a SQLite file's path, or a PostgreSQL URL without its password.
     public var database: String
+    /// Whether the failure came while opening the database or while using it.
     public var activity: Activity
     /// Why, in words, e.g. "it is not a SQLite database (another kind of file, or a damaged one)".
     public var reason: String
 
+    /// Creates a failure for a database, by default met while opening it.
     public init(database: String, activity: Activity = .opening, reason: String) {
         self.database = database
         self.activity = activity
         self.reason = reason
     }
 
+    /// The sentence a command prints: "Cannot open the database <name>: <reason>."
     public var description: String { "Cannot \(activity.rawValue) the database \(database): \(reason)." }
+    /// The same sentence as ``description``, for `localizedDescription`.
     public var errorDescription: String? { description }
 
     /// `error`, met while opening or using the SQLite database at `path`, as a failure that

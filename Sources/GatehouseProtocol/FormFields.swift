@@ -4,8 +4,10 @@ public import Foundation
 /// byte. A field given twice, or any field with a NUL, makes the whole input invalid: two values
 /// for one name is how parameter-pollution attacks start.
 public struct FormFields: Sendable {
+    /// Every field, decoded, by name.
     public private(set) var values: [String: String] = [:]
 
+    /// Parses `a=1&b=2`; `nil` for a broken escape, a name given twice or a NUL.
     public init?(_ text: Substring) {
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -16,6 +18,7 @@ public struct FormFields: Sendable {
         }
     }
 
+    /// Parses a form body; `nil` when it is not UTF-8 or not a valid form.
     public init?(body: Data) {
         guard let text = String(data: body, encoding: .utf8) else { return nil }
         self.init(Substring(text))
@@ -27,6 +30,7 @@ public struct FormFields: Sendable {
         self.init(query)
     }
 
+    /// The decoded value of the field `name`; `nil` when there is none.
     public subscript(_ name: String) -> String? { values[name] }
 
     /// `+` as a space and `%XX` as a byte; nil for a broken escape or bytes that are not UTF-8.

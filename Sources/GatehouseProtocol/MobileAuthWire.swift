@@ -9,13 +9,16 @@ public import GatehouseKernel
 public struct MobileAuthEnrolmentRequest: Codable, Sendable {
     /// An X25519 public key, 32 raw bytes.
     public var publicKey: Base64URLData
+    /// Creates an enrolment request for the device's raw X25519 public key.
     public init(publicKey: Data) { self.publicKey = Base64URLData(publicKey) }
     enum CodingKeys: String, CodingKey { case publicKey = "public_key" }
 }
 
 /// The server's HPKE key for this enrolment: answers are sealed for it.
 public struct MobileAuthEnrolmentResponse: Codable, Sendable {
+    /// The server's X25519 public key for this profile, 32 raw bytes (`server_public_key`).
     public var serverPublicKey: Base64URLData
+    /// Creates the answer for the server's raw X25519 public key.
     public init(serverPublicKey: Data) { self.serverPublicKey = Base64URLData(serverPublicKey) }
     enum CodingKeys: String, CodingKey { case serverPublicKey = "server_public_key" }
 }
@@ -35,7 +38,9 @@ public struct PushEnrolmentRequest: Codable, Sendable {
     /// The token the push service gave the app (APNs device token, FCM registration token), or
     /// any stable id of the device for the events channel.
     public var pushToken: String
+    /// The push service the token belongs to, and so how the server delivers.
     public var platform: PushPlatform
+    /// Creates a push enrolment for a token on a platform.
     public init(pushToken: String, platform: PushPlatform) {
         self.pushToken = pushToken
         self.platform = platform
@@ -48,8 +53,11 @@ public struct PushEnrolmentRequest: Codable, Sendable {
 
 /// The state of a profile's enrolments.
 public struct MobileAuthEnrolmentStatus: Codable, Sendable, Equatable {
+    /// Whether the profile has an HPKE key enrolled, so the server can send it mobile authentication requests.
     public var enrolled: Bool
+    /// Whether the profile has a push token (`push_enrolled`); without one the device must poll the pending list.
     public var pushEnrolled: Bool
+    /// Creates an enrolment status.
     public init(enrolled: Bool, pushEnrolled: Bool) {
         self.enrolled = enrolled
         self.pushEnrolled = pushEnrolled
@@ -62,13 +70,18 @@ public struct MobileAuthEnrolmentStatus: Codable, Sendable, Equatable {
 
 /// One pending transaction, as the push announced it: nothing sensitive.
 public struct PendingMobileAuthItem: Codable, Sendable, Equatable {
+    /// The transaction's id (`transaction_id`), the `{id}` to fetch its payload and answer it.
     public var transactionID: String
+    /// The profile on this device the transaction is for (`profile_id`).
     public var profileID: String
     /// Seconds since 1970.
     public var createdAt: Double
+    /// Seconds from `createdAt` until the transaction expires (`time_to_live`).
     public var timeToLive: Int
+    /// The short message of the push, at most 155 characters, safe to show on a lock screen.
     public var message: String
 
+    /// Creates a pending item.
     public init(transactionID: String, profileID: String, createdAt: Double, timeToLive: Int, message: String) {
         self.transactionID = transactionID
         self.profileID = profileID
@@ -88,32 +101,46 @@ public struct PendingMobileAuthItem: Codable, Sendable, Equatable {
 
 /// `GET /v1/mobile-auth/pending`: newest first.
 public struct PendingMobileAuthList: Codable, Sendable {
+    /// The transactions still waiting for this device's answer, newest first.
     public var requests: [PendingMobileAuthItem]
+    /// Creates the pending list.
     public init(requests: [PendingMobileAuthItem]) { self.requests = requests }
 }
 
 /// `GET /v1/mobile-auth/transactions/{id}`: the payload, sealed for the device's key.
 public struct MobileAuthPayloadResponse: Codable, Sendable {
+    /// The ``MobileAuthPayload`` as JSON, sealed with HPKE for the device's enrolled key.
     public var sealed: SealedBox
+    /// Creates the answer for a sealed payload.
     public init(sealed: SealedBox) { self.sealed = sealed }
 }
 
 /// What the sealed payload holds.
 public struct MobileAuthPayload: Codable, Sendable, Equatable {
+    /// The transaction's id (`transaction_id`); the answer must name the same one.
     public var transactionID: String
+    /// The profile the transaction is for (`profile_id`).
     public var profileID: String
+    /// The name of the mobile authentication type in the manifest's `server.mobileAuth.types`.
     public var type: String
+    /// How the user must approve: a confirmation, the PIN, a biometric or a custom authenticator.
     public var method: MobileAuthMethod
     /// The manifest id of the authenticator the method uses, if any.
     public var authenticator: String?
+    /// The short message the push announced.
     public var message: String
+    /// The longer message only the device sees (`secure_message`); `nil` when the portal sent none.
     public var secureMessage: String?
+    /// The data to sign when the type uses transaction signing (`signing_data`); `nil` otherwise.
     public var signingData: String?
+    /// Whether the user must type the number the portal shows (`number_matching`).
     public var numberMatching: Bool
     /// Single use: the answer must carry it back.
     public var nonce: Base64URLData
+    /// When the transaction expires, in seconds since 1970 (`expires_at`).
     public var expiresAt: Double
 
+    /// Creates a payload; the nonce is kept as base64url on the wire.
     public init(
         transactionID: String,
         profileID: String,
@@ -154,27 +181,36 @@ public struct MobileAuthPayload: Codable, Sendable, Equatable {
 
 /// `POST /v1/mobile-auth/transactions/{id}/answer`: the answer, sealed for the server's key.
 public struct MobileAuthAnswerRequest: Codable, Sendable {
+    /// The ``MobileAuthAnswer`` as JSON, sealed with HPKE for the server's key of this enrolment.
     public var sealed: SealedBox
+    /// Creates an answer request for a sealed answer.
     public init(sealed: SealedBox) { self.sealed = sealed }
 }
 
 /// What the sealed answer holds.
 public struct MobileAuthAnswer: Codable, Sendable, Equatable {
+    /// The user's choice.
     public enum Decision: String, Codable, Sendable {
         case accept, deny
     }
 
+    /// The transaction answered (`transaction_id`); it must match the payload's.
     public var transactionID: String
     /// The payload's nonce.
     public var nonce: Base64URLData
+    /// Whether the user accepts or denies the request.
     public var decision: Decision
+    /// Why the user denied: not accepted, or not recognised (possible fraud); `nil` when accepting.
     public var reason: MobileAuthDenialReason?
     /// The number the user typed, when number matching is on.
     public var number: Int?
-    /// With transaction signing: the profile key's ES256 signature over ``signedContent``.
+    /// With transaction signing: the profile key's ES256 signature over
+    /// ``signedContent(transactionID:signingData:decision:)``.
     public var signature: Base64URLData?
+    /// With transaction signing: the profile's public key that made `signature` (`public_key`).
     public var publicKey: PublicJWK?
 
+    /// Creates an answer; the optional fields are left out when `nil`.
     public init(
         transactionID: String,
         nonce: Data,
@@ -206,6 +242,7 @@ public struct MobileAuthAnswer: Codable, Sendable, Equatable {
         return Data("gatehouse-transaction-signature/v1\n\(transactionID)\n\(decision.rawValue)\n\(hash)".utf8)
     }
 
+    /// What a transaction signature covers, from the signing data itself: hashes it with SHA-256 first.
     public static func signedContent(transactionID: String, signingData: String, decision: Decision) -> Data {
         signedContent(
             transactionID: transactionID,
@@ -217,10 +254,12 @@ public struct MobileAuthAnswer: Codable, Sendable, Equatable {
 
 /// The answer's result: handled, or a flow to run first (PIN, biometric, custom).
 public struct MobileAuthAnswerResponse: Codable, Sendable {
+    /// Where the transaction stands after the answer.
     public var status: MobileAuthTransactionStatus
     /// Set when the method needs an authenticator: approve by finishing this flow.
     public var flow: FlowResponse?
 
+    /// Creates an answer result, with a flow when the method needs one.
     public init(status: MobileAuthTransactionStatus, flow: FlowResponse? = nil) {
         self.status = status
         self.flow = flow
@@ -246,10 +285,12 @@ public struct PortalMobileAuthRequest: Codable, Sendable {
     public var message: String?
     /// Any length; only ever sent sealed for the device.
     public var secureMessage: String?
+    /// Data the user signs with the profile key (`signing_data`); required for a type with transaction signing.
     public var signingData: String?
     /// Called with a signed POST when the transaction ends.
     public var callbackURI: String?
 
+    /// Creates a portal request for a user and a mobile authentication type.
     public init(
         userID: String,
         type: String,
@@ -278,8 +319,11 @@ public struct PortalMobileAuthRequest: Codable, Sendable {
     }
 }
 
+/// The answer to `POST /v1/portal/mobile-auth`: the new transaction and who was asked.
 public struct PortalMobileAuthResponse: Codable, Sendable {
+    /// The new transaction's id (`transaction_id`), for `GET /v1/portal/mobile-auth/{id}`.
     public var transactionID: String
+    /// How the user must approve, from the type's configuration (`auth_method`).
     public var authMethod: MobileAuthMethod
     /// Milliseconds, as in the seed's portal API.
     public var timeToLive: Int
@@ -288,6 +332,7 @@ public struct PortalMobileAuthResponse: Codable, Sendable {
     /// How many devices were asked.
     public var devices: Int
 
+    /// Creates the answer for a started transaction.
     public init(transactionID: String, authMethod: MobileAuthMethod, timeToLive: Int, number: Int?, devices: Int) {
         self.transactionID = transactionID
         self.authMethod = authMethod
@@ -306,23 +351,33 @@ public struct PortalMobileAuthResponse: Codable, Sendable {
 
 /// `GET /v1/portal/mobile-auth/{id}`.
 public struct PortalTransactionResult: Codable, Sendable, Equatable {
+    /// The transaction's id (`transaction_id`).
     public var transactionID: String
+    /// The user the transaction was for, as the portal named them (`user_id`).
     public var userID: String
+    /// The mobile authentication type the portal asked for.
     public var type: String
+    /// Where the transaction stands now.
     public var status: MobileAuthTransactionStatus
+    /// Whether the user approved (`is_authenticated`): `true` exactly when `status` is approved.
     public var isAuthenticated: Bool
     /// The method that approved it (`pin` after a fallback from biometric, say).
     public var authenticationMethod: String?
     /// Why it was not approved: `not_accepted`, `not_recognised`, `invalid_answer`, `expired`,
     /// `superseded`, `user_deregistered`.
     public var reason: String?
+    /// When the transaction started, in seconds since 1970 (`created_at`).
     public var createdAt: Double
+    /// When the device answered, in seconds since 1970 (`answered_at`); `nil` while pending or when it expired.
     public var answeredAt: Double?
     /// With transaction signing: the device's signature, its key, and the server's check.
     public var signature: Base64URLData?
+    /// The profile key that made `signature` (`user_public_key`).
     public var userPublicKey: PublicJWK?
+    /// Whether the server found `signature` valid for the signing data (`signature_verified`).
     public var signatureVerified: Bool?
 
+    /// Creates a result; `isAuthenticated` follows from `status`.
     public init(
         transactionID: String,
         userID: String,
@@ -367,10 +422,14 @@ public struct PortalTransactionResult: Codable, Sendable, Equatable {
 
 /// The body of the signed POST to a transaction's `callback_uri`.
 public struct PortalCallback: Codable, Sendable, Equatable {
+    /// The transaction that ended (`transaction_id`).
     public var transactionID: String
+    /// How it ended: approved, denied or expired.
     public var status: MobileAuthTransactionStatus
+    /// The callback URL the portal gave, exactly as written (`callback_uri`).
     public var callbackURI: String
 
+    /// Creates a callback body.
     public init(transactionID: String, status: MobileAuthTransactionStatus, callbackURI: String) {
         self.transactionID = transactionID
         self.status = status

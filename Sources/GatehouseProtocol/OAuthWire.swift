@@ -4,13 +4,16 @@
 /// ``GrantType/implicit`` (the profile key, `profile_id`), `client_credentials` (the
 /// installation's key: device authentication).
 public struct TokenRequest: Codable, Sendable {
+    /// The grant asked for (`grant_type`): one of the ``GrantType`` values.
     public var grantType: String
+    /// The refresh token to redeem (`refresh_token`); only for ``GrantType/refreshToken``.
     public var refreshToken: String?
     /// Space-separated scopes asked for (implicit and client credentials).
     public var scope: String?
     /// The profile an implicit token is for.
     public var profileID: String?
 
+    /// Creates a token request; the fields a grant does not use stay `nil` and are left out.
     public init(grantType: String, refreshToken: String? = nil, scope: String? = nil, profileID: String? = nil) {
         self.grantType = grantType
         self.refreshToken = refreshToken
@@ -28,20 +31,28 @@ public struct TokenRequest: Codable, Sendable {
 
 /// The grant types of `POST /v1/token`.
 public enum GrantType {
+    /// Redeems a refresh token for a new access token and a new refresh token (rotation).
     public static let refreshToken = "refresh_token"
+    /// An installation's own access token, with no user: device authentication.
     public static let clientCredentials = "client_credentials"
     /// A registered profile's access token without user interaction, for non-sensitive data.
     public static let implicit = "urn:gatehouse:params:oauth:grant-type:implicit"
+    /// Every grant type the server accepts, as its metadata lists them.
     public static let all = [refreshToken, clientCredentials, implicit]
 }
 
 /// An access token without a refresh token: implicit and device tokens.
 public struct AccessTokenResponse: Codable, Sendable, Equatable {
+    /// The access token (`access_token`), sent with a DPoP proof of the key it is bound to.
     public var accessToken: String
+    /// The token type (`token_type`), always `DPoP`.
     public var tokenType: String
+    /// Seconds until the access token expires (`expires_in`).
     public var expiresIn: Int
+    /// The scopes granted, space-separated.
     public var scope: String
 
+    /// Creates the answer for an access token.
     public init(accessToken: String, tokenType: String, expiresIn: Int, scope: String) {
         self.accessToken = accessToken
         self.tokenType = tokenType
@@ -59,9 +70,12 @@ public struct AccessTokenResponse: Codable, Sendable, Equatable {
 
 /// `POST /v1/introspect` (RFC 7662), as a form or JSON, by a resource server with HTTP Basic.
 public struct IntrospectionRequest: Codable, Sendable {
+    /// The access or refresh token to look up.
     public var token: String
+    /// The caller's guess at the token's type (`token_type_hint`); ignored.
     public var tokenTypeHint: String?
 
+    /// Creates an introspection request for a token.
     public init(token: String, tokenTypeHint: String? = nil) {
         self.token = token
         self.tokenTypeHint = tokenTypeHint
@@ -89,26 +103,38 @@ public struct IntrospectionResponse: Codable, Sendable, Equatable {
 
     /// RFC 7800 confirmation: the thumbprint of the DPoP key the token is bound to (RFC 9449 §6.2).
     public struct Confirmation: Codable, Sendable, Equatable {
+        /// The base64url SHA-256 thumbprint of the key's JWK (RFC 7638), as a DPoP proof's key must match.
         public var jkt: String
+        /// Creates a confirmation for a key thumbprint.
         public init(jkt: String) { self.jkt = jkt }
     }
 
+    /// Whether the token is valid now; when `false`, every other field is `nil`.
     public var active: Bool
+    /// The token's scopes, space-separated.
     public var scope: String?
+    /// The installation the token was issued to (`client_id`).
     public var clientID: String?
     /// The user as the identity provider names them; absent for device tokens.
     public var sub: String?
     /// The identity provider that named `sub`.
     public var identityProvider: String?
+    /// The token type (`token_type`), always `DPoP` for an active token.
     public var tokenType: String?
+    /// When the token expires, in seconds since 1970.
     public var exp: Int?
+    /// When the token was issued, in seconds since 1970.
     public var iat: Int?
+    /// The issuer: the token server's public base URL.
     public var iss: String?
+    /// The key the token is bound to; a request must carry a DPoP proof signed with it.
     public var cnf: Confirmation?
+    /// Who the token acts for: a user, an implicit grant, a device or a stateless session.
     public var kind: Kind?
     /// The application (manifest `server.clients[].id`) the installation belongs to.
     public var appID: String?
 
+    /// Creates an introspection answer; an inactive one should be ``inactive``.
     public init(
         active: Bool,
         scope: String? = nil,
@@ -137,6 +163,7 @@ public struct IntrospectionResponse: Codable, Sendable, Equatable {
         self.appID = appID
     }
 
+    /// The answer for a token that is unknown, expired or revoked: `{"active": false}` and nothing else.
     public static let inactive = IntrospectionResponse(active: false)
 
     enum CodingKeys: String, CodingKey {
@@ -150,19 +177,32 @@ public struct IntrospectionResponse: Codable, Sendable, Equatable {
 
 /// RFC 8414 authorization server metadata, at `/.well-known/oauth-authorization-server`.
 public struct AuthorizationServerMetadata: Codable, Sendable, Equatable {
+    /// The token server's public base URL, which tokens name as `iss`.
     public var issuer: String
+    /// The full URL of `POST /v1/token` (`token_endpoint`).
     public var tokenEndpoint: String
+    /// The full URL of `POST /v1/revoke` (`revocation_endpoint`).
     public var revocationEndpoint: String
+    /// The full URL of `POST /v1/introspect` (`introspection_endpoint`).
     public var introspectionEndpoint: String
+    /// Authorization response types (`response_types_supported`); empty, as the server has no authorization endpoint.
     public var responseTypesSupported: [String]
+    /// The grant types the token endpoint accepts (`grant_types_supported`): ``GrantType/all``.
     public var grantTypesSupported: [String]
+    /// Every scope some application may ask for (`scopes_supported`).
     public var scopesSupported: [String]
+    /// The PKCE methods the hosted login accepts (`code_challenge_methods_supported`): `S256`.
     public var codeChallengeMethodsSupported: [String]
+    /// How clients authenticate at the token endpoint: `none`, as each proves its key with DPoP instead.
     public var tokenEndpointAuthMethodsSupported: [String]
+    /// How clients authenticate at the revocation endpoint: `none`, as with the token endpoint.
     public var revocationEndpointAuthMethodsSupported: [String]
+    /// How resource servers authenticate at the introspection endpoint: `client_secret_basic` (HTTP Basic).
     public var introspectionEndpointAuthMethodsSupported: [String]
+    /// The algorithms a DPoP proof may be signed with (`dpop_signing_alg_values_supported`): ES256, ES384, EdDSA.
     public var dpopSigningAlgValuesSupported: [String]
 
+    /// Creates the metadata document.
     public init(
         issuer: String,
         tokenEndpoint: String,
@@ -209,12 +249,18 @@ public struct AuthorizationServerMetadata: Codable, Sendable, Equatable {
 
 /// Tokens bound to the profile key (`token_type` DPoP).
 public struct TokenResponse: Codable, Sendable, Equatable {
+    /// The access token (`access_token`), sent with a DPoP proof of the profile key.
     public var accessToken: String
+    /// The token type (`token_type`), always `DPoP`.
     public var tokenType: String
+    /// Seconds until the access token expires (`expires_in`); the refresh token's lifetime is the server's own.
     public var expiresIn: Int
+    /// The refresh token (`refresh_token`); each use answers a new one and retires this one.
     public var refreshToken: String
+    /// The scopes granted, space-separated.
     public var scope: String
 
+    /// Creates the answer for a session's tokens.
     public init(accessToken: String, tokenType: String, expiresIn: Int, refreshToken: String, scope: String) {
         self.accessToken = accessToken
         self.tokenType = tokenType
@@ -234,9 +280,12 @@ public struct TokenResponse: Codable, Sendable, Equatable {
 
 /// `POST /v1/revoke` (RFC 7009; DPoP with the profile key).
 public struct RevocationRequest: Codable, Sendable {
+    /// The access or refresh token to revoke.
     public var token: String
+    /// `access_token` or `refresh_token` (`token_type_hint`); another hint is ignored.
     public var tokenTypeHint: String?
 
+    /// Creates a revocation request for a token.
     public init(token: String, tokenTypeHint: String? = nil) {
         self.token = token
         self.tokenTypeHint = tokenTypeHint
@@ -257,17 +306,24 @@ public protocol TokenIntrospecting: Sendable {
 
 /// `POST /v1/web-login` (the user's access token, DPoP): a one-time login token for a web page.
 public struct WebLoginRequest: Codable, Sendable {
+    /// The page to sign in to (`target_url`): RFC 3986 characters only, at most 2048, within the application's
+    /// `webLoginTargets`.
     public var targetURL: String
+    /// Creates a web login request for a target page.
     public init(targetURL: String) { self.targetURL = targetURL }
     enum CodingKeys: String, CodingKey { case targetURL = "target_url" }
 }
 
 /// The browser opens `redirectURL` (it carries `token`) and lands on the target, signed in.
 public struct WebLoginResponse: Codable, Sendable, Equatable {
+    /// The URL the browser opens (`redirect_url`): the server's sign-in page with `token` in its query.
     public var redirectURL: String
+    /// The one-time login token, also in `redirectURL`.
     public var token: String
+    /// Seconds the login token may be used for (`expires_in`).
     public var expiresIn: Int
 
+    /// Creates the answer for a web login.
     public init(redirectURL: String, token: String, expiresIn: Int) {
         self.redirectURL = redirectURL
         self.token = token

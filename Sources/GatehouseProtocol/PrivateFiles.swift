@@ -84,8 +84,11 @@ public enum PrivateFiles {
 
 /// A private file or folder could not be made.
 public struct PrivateFileError: Error, Sendable, CustomStringConvertible {
+    /// The file or folder that could not be made.
     public var path: String
+    /// Why, in words: usually the system's message for the `errno` it met.
     public var problem: String
+    /// The path and the problem, as a command prints them.
     public var description: String { "\(path): \(problem)" }
 
     init(path: String, problem: String) {

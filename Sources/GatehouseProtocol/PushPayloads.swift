@@ -3,13 +3,18 @@ public import Foundation
 /// What a push about a mobile authentication carries: the transaction, the profile, the short
 /// message and the expiry — nothing else, since a push travels through third parties.
 public struct PushNotification: Codable, Sendable, Hashable {
+    /// The transaction's id, the `{id}` the device fetches the sealed payload with.
     public var transactionID: String
+    /// The profile on the device the transaction is for.
     public var profileID: String
+    /// The short message to show, at most 155 characters; never the secure message.
     public var message: String
     /// Seconds since 1970.
     public var createdAt: Double
+    /// Seconds from `createdAt` until the transaction expires.
     public var timeToLive: Int
 
+    /// Creates a push's content.
     public init(transactionID: String, profileID: String, message: String, createdAt: Double, timeToLive: Int) {
         self.transactionID = transactionID
         self.profileID = profileID
@@ -20,9 +25,13 @@ public struct PushNotification: Codable, Sendable, Hashable {
 
     /// The custom keys, every value a string (FCM data messages allow strings only).
     public static let transactionKey = "gh_transaction_id"
+    /// The custom key of ``profileID``.
     public static let profileKey = "gh_profile_id"
+    /// The custom key of ``message``.
     public static let messageKey = "gh_message"
+    /// The custom key of ``createdAt``.
     public static let createdKey = "gh_created_at"
+    /// The custom key of ``timeToLive``.
     public static let timeToLiveKey = "gh_time_to_live"
 
     /// The custom keys as a flat dictionary of strings.
@@ -107,9 +116,13 @@ public struct PushNotification: Codable, Sendable, Hashable {
 /// for the device — the channel is the device's own, so the payload can ride along and spare the
 /// device a request.
 public struct MobileAuthEvent: Codable, Sendable, Hashable {
+    /// The request as a push would announce it.
     public var request: PushNotification
+    /// The request's ``MobileAuthPayload``, sealed for the device; `nil` when the stored one could not be read (the
+    /// device then fetches it).
     public var sealed: SealedBox?
 
+    /// Creates an event.
     public init(request: PushNotification, sealed: SealedBox?) {
         self.request = request
         self.sealed = sealed

@@ -6,7 +6,9 @@ import Synchronization
 /// state or run its hash function at will. In memory and per process: a restart forgets it, and
 /// several instances each allow the rate.
 public final class RateLimiter: Sendable {
+    /// How many requests one key may make at once, before the bucket runs dry.
     public let burst: Int
+    /// Seconds the bucket takes to earn one request back.
     public let interval: Double
     private let maxKeys: Int
     private let buckets = Mutex<[String: Bucket]>([:])

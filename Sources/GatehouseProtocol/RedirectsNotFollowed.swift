@@ -11,6 +11,7 @@ public import FoundationNetworking
 public final class RedirectsNotFollowed: NSObject, URLSessionTaskDelegate, Sendable {
     override public init() {}
 
+    /// Answers the redirect with `nil`, so the task completes with the 3xx response itself.
     public func urlSession(
         _ session: URLSession,
         task: URLSessionTask,

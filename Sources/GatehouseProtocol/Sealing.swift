@@ -11,8 +11,10 @@ public import Foundation
 public struct SealedBox: Codable, Sendable, Hashable {
     /// The sender's encapsulated ephemeral key (32 bytes).
     public var encapsulatedKey: Base64URLData
+    /// The sealed message with its 16-byte Poly1305 tag (`ciphertext`).
     public var ciphertext: Base64URLData
 
+    /// Creates a box from the encapsulated key and the ciphertext.
     public init(encapsulatedKey: Data, ciphertext: Data) {
         self.encapsulatedKey = Base64URLData(encapsulatedKey)
         self.ciphertext = Base64URLData(ciphertext)

@@ -5,9 +5,13 @@ public import Foundation
 
 /// A request as the server core sees it, whichever transport carried it.
 public struct WireRequest: Sendable {
+    /// The HTTP method in upper case, such as `POST`.
     public var method: String
+    /// The request target as sent: the path, with its query when there is one.
     public var path: String
+    /// The request's headers, keys lowercased; read them with ``header(_:)``.
     public var headers: [String: String]
+    /// The request body as received; empty for none.
     public var body: Data
     /// The IP address the request came from, as the transport saw it (nil in-process). Never
     /// taken from a header, which the client writes.
@@ -28,6 +32,7 @@ public struct WireRequest: Sendable {
         self.clientAddress = clientAddress
     }
 
+    /// The value of the header `name`, whatever its case; `nil` when the request has none.
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
 
     /// Sets a header; names are kept lowercased, as `header(_:)` looks them up.
@@ -36,13 +41,17 @@ public struct WireRequest: Sendable {
 
 /// A response as the server core produces it.
 public struct WireResponse: Sendable {
+    /// The HTTP status code, such as 200 or 400.
     public var status: Int
+    /// The response's headers; the transport writes them as given.
     public var headers: [String: String]
+    /// The response body: JSON for the API, HTML for the hosted web pages.
     public var body: Data
     /// A body that goes on after the headers (server-sent events), chunk by chunk; `body` is
     /// then empty. The stream ends when the server closes it; the reader ends it by dropping it.
     public var stream: AsyncStream<Data>?
 
+    /// Creates a response; `stream`, when given, follows the headers in place of `body`.
     public init(status: Int, headers: [String: String] = [:], body: Data, stream: AsyncStream<Data>? = nil) {
         self.status = status
         self.headers = headers
@@ -95,8 +104,10 @@ public enum WireCoding {
     }()
     private static let decoder = JSONDecoder()
 
+    /// Encodes a wire message as JSON with sorted keys, so equal messages give equal bytes.
     public static func encode(_ value: some Encodable) throws -> Data { try encoder.encode(value) }
 
+    /// Decodes a wire message from JSON; throws `DecodingError` when it does not match the type.
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try decoder.decode(type, from: data)
     }
