@@ -5,6 +5,7 @@
 /// only is empty. Control characters and line breaks are refused: the alias is written into mail
 /// headers and onto screens, where a line break would start a header of the sender's choosing.
 public struct AliasValidator: FieldValidator, Hashable {
+    /// The result of checking an alias, in the order the checks run.
     public enum ResultCode: String, FieldValidationResult {
         case valid
         /// Nothing but white space was typed.
@@ -17,14 +18,18 @@ public struct AliasValidator: FieldValidator, Hashable {
         case invalid
     }
 
+    /// The fewest characters an alias may have, after trimming white space.
     public let minLength: Int
+    /// The most characters an alias may have, after trimming white space.
     public let maxLength: Int
 
+    /// A validator for aliases of `minLength` to `maxLength` characters.
     public init(minLength: Int, maxLength: Int) {
         self.minLength = minLength
         self.maxLength = maxLength
     }
 
+    /// The code for `value`: `invalid` first, then `empty`, `tooShort` and `tooLong`.
     public func resultCode(for value: String) -> ResultCode {
         let text = value.trimmingWhitespace()
         if text.unicodeScalars.contains(where: \.isControlOrLineBreak) { return .invalid }
@@ -35,6 +40,7 @@ public struct AliasValidator: FieldValidator, Hashable {
         return .valid
     }
 
+    /// An English sentence for `code` that names this validator's limits, for a form's error label.
     public func message(for code: ResultCode) -> String {
         switch code {
         case .valid: "The alias is valid."

@@ -3,14 +3,18 @@ public import Foundation
 /// Checks a phone number: digits with an optional leading `+`, spaces, dashes, dots and
 /// parentheses as separators, 6 to 15 digits in all (E.164's maximum).
 public struct PhoneValidator: FieldValidator, Hashable {
+    /// The result of checking a phone number.
     public enum ResultCode: String, FieldValidationResult {
         case valid
         case empty
         case invalid
     }
 
+    /// A phone number validator; its limits are fixed.
     public init() {}
 
+    /// The code for `value`: `empty` for white space only, `invalid` for another character or a digit count outside
+    /// 6–15.
     public func resultCode(for value: String) -> ResultCode {
         let text = value.trimmingWhitespace()
         if text.isEmpty { return .empty }
@@ -26,6 +30,7 @@ public struct PhoneValidator: FieldValidator, Hashable {
         return (6...15).contains(digits) ? .valid : .invalid
     }
 
+    /// An English sentence for `code`, for a form's error label.
     public func message(for code: ResultCode) -> String {
         switch code {
         case .valid: "The phone number is valid."
@@ -37,6 +42,7 @@ public struct PhoneValidator: FieldValidator, Hashable {
 
 /// Checks a name or place: not empty, at most ``maxLength`` characters, no control characters.
 public struct NameValidator: FieldValidator, Hashable {
+    /// The result of checking a name or place: `empty`, `invalid` (a control character) or `tooLong`.
     public enum ResultCode: String, FieldValidationResult {
         case valid
         case empty
@@ -44,10 +50,13 @@ public struct NameValidator: FieldValidator, Hashable {
         case tooLong
     }
 
+    /// The most characters a value may have, after trimming white space.
     public let maxLength: Int
 
+    /// A validator for values of at most `maxLength` characters (default 100).
     public init(maxLength: Int = 100) { self.maxLength = maxLength }
 
+    /// The code for `value`: `empty`, then `invalid`, then `tooLong`, else `valid`.
     public func resultCode(for value: String) -> ResultCode {
         let text = value.trimmingWhitespace()
         if text.isEmpty { return .empty }
@@ -55,6 +64,7 @@ public struct NameValidator: FieldValidator, Hashable {
         return text.count > maxLength ? .tooLong : .valid
     }
 
+    /// An English sentence for `code` that names this validator's limit, for a form's error label.
     public func message(for code: ResultCode) -> String {
         switch code {
         case .valid: "The value is valid."
@@ -68,6 +78,7 @@ public struct NameValidator: FieldValidator, Hashable {
 /// Checks a date of birth written as `YYYY-MM-DD`: a real calendar date, not in the future, and
 /// not before 1900.
 public struct BirthdateValidator: FieldValidator, Hashable {
+    /// The result of checking a date of birth: `invalid` covers a malformed, unreal, future or pre-1900 date.
     public enum ResultCode: String, FieldValidationResult {
         case valid
         case empty
@@ -77,8 +88,10 @@ public struct BirthdateValidator: FieldValidator, Hashable {
     /// Dates after this one are refused as being in the future; fixed by the caller for tests.
     public let today: Date
 
+    /// A validator that refuses dates after `today` (default: now).
     public init(today: Date = Date()) { self.today = today }
 
+    /// The code for `value`: `empty` for white space only, `invalid` unless it is a real date from 1900 to `today`.
     public func resultCode(for value: String) -> ResultCode {
         let text = value.trimmingWhitespace()
         if text.isEmpty { return .empty }
@@ -95,6 +108,7 @@ public struct BirthdateValidator: FieldValidator, Hashable {
         return .valid
     }
 
+    /// An English sentence for `code`, for a form's error label.
     public func message(for code: ResultCode) -> String {
         switch code {
         case .valid: "The date is valid."

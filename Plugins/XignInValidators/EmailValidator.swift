@@ -7,6 +7,7 @@
 /// (`user@[192.0.2.1]`) are refused: no registration needs them, and they are a common way to
 /// smuggle odd input past checks.
 public struct EmailValidator: FieldValidator, Hashable {
+    /// The result of checking an e-mail address.
     public enum ResultCode: String, FieldValidationResult {
         case valid
         /// Nothing but white space was typed.
@@ -18,13 +19,16 @@ public struct EmailValidator: FieldValidator, Hashable {
     /// The longest address accepted, in UTF-8 bytes (RFC 5321 allows 254).
     public let maxLength: Int
 
+    /// A validator for addresses of at most `maxLength` UTF-8 bytes (default 254).
     public init(maxLength: Int = 254) { self.maxLength = maxLength }
 
+    /// The code for `value`: `empty` for white space only, otherwise `valid` or `invalid`.
     public func resultCode(for value: String) -> ResultCode {
         if value.allSatisfy(\.isWhitespace) { return .empty }
         return Self.isAddress(value, maxLength: maxLength) ? .valid : .invalid
     }
 
+    /// An English sentence for `code`, for a form's error label.
     public func message(for code: ResultCode) -> String {
         switch code {
         case .valid: "The e-mail address is valid."

@@ -16,7 +16,7 @@ public protocol FieldValidator: Validator<String> {
 }
 
 extension FieldValidator {
-    /// The kernel's view of the same check, so the validator can sit in a ``PluginRegistry``.
+    /// The kernel's view of the same check, so the validator can sit in a `PluginRegistry`.
     public func validate(_ input: String) -> ValidationReport {
         let code = resultCode(for: input)
         return code == .valid ? .valid : .invalid(ValidationCode(rawValue: code.rawValue), message(for: code))

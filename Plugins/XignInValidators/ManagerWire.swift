@@ -4,10 +4,14 @@ public import Foundation
 
 /// `GET /xignin/v1/configuration?service_mapping_id=…`: what a registration must supply.
 public struct ManagerConfigurationMessage: Codable, Sendable, Equatable {
+    /// A length range the manager enforces, for the activation PIN or the alias.
     public struct Length: Codable, Sendable, Equatable {
+        /// The fewest characters allowed (`min_length`).
         public var minLength: Int
+        /// The most characters allowed (`max_length`).
         public var maxLength: Int
 
+        /// Creates a length range.
         public init(minLength: Int, maxLength: Int) {
             self.minLength = minLength
             self.maxLength = maxLength
@@ -19,12 +23,18 @@ public struct ManagerConfigurationMessage: Codable, Sendable, Equatable {
         }
     }
 
+    /// One registration category the manager offers: what it identifies by and what it collects.
     public struct Category: Codable, Sendable, Equatable {
+        /// The category's id, which a registration names as `category`.
         public var id: String
+        /// The identification types the category stands for (anonymous, e-mail, phone, ID card).
         public var types: [IdentificationType]
+        /// The attributes a registration in this category must give.
         public var required: [PersonalAttribute]
+        /// The attributes that identify the user (`identification_attributes`).
         public var identificationAttributes: [PersonalAttribute]
 
+        /// Creates a category.
         public init(
             id: String,
             types: [IdentificationType],
@@ -43,14 +53,20 @@ public struct ManagerConfigurationMessage: Codable, Sendable, Equatable {
         }
     }
 
+    /// The manager's public URL (`manager_url`), which the activation mail and the client show.
     public var managerURL: String
+    /// The activation PIN's length range, in digits.
     public var pin: Length
+    /// The alias's length range, in characters.
     public var alias: Length
+    /// The longest e-mail address accepted, in UTF-8 bytes (`email_max_length`).
     public var emailMaxLength: Int
+    /// The registration categories, one of which a registration picks.
     public var categories: [Category]
     /// Whether the service mapping id given with the request is known to the manager.
     public var serviceMappingValid: Bool
 
+    /// Creates the configuration message.
     public init(
         managerURL: String,
         pin: Length,
@@ -80,9 +96,12 @@ public struct ManagerConfigurationMessage: Codable, Sendable, Equatable {
 /// registration (no `activation_code`) the manager makes a fresh key and returns a token for it;
 /// at activation it uses the account's key, counts the attempt and returns a nonce to sign.
 public struct PinEvaluationRequest: Codable, Sendable {
+    /// The blinded P-384 element, base64url of 49 bytes (a compressed point on the curve).
     public var blinded: String
+    /// The e-mailed activation code (`activation_code`) at activation; `nil` at registration.
     public var activationCode: String?
 
+    /// Creates an evaluation request; a `nil` activation code asks for a registration's fresh key.
     public init(blinded: String, activationCode: String?) {
         self.blinded = blinded
         self.activationCode = activationCode
@@ -94,14 +113,18 @@ public struct PinEvaluationRequest: Codable, Sendable {
     }
 }
 
+/// The manager's OPRF evaluation of a blinded activation PIN.
 public struct PinEvaluationResponse: Codable, Sendable {
+    /// The evaluated element, base64url; the client unblinds it to the PIN's OPRF output.
     public var evaluation: String
+    /// The manager's OPRF public key for this PIN (`oprf_public_key`), base64url, to check the evaluation.
     public var oprfPublicKey: String
     /// Registration: names the key for the registration request. Activation: names the attempt.
     public var token: String
     /// Activation only: what the PIN-derived key signs.
     public var nonce: String?
 
+    /// Creates an evaluation answer; `nonce` is `nil` at registration.
     public init(evaluation: String, oprfPublicKey: String, token: String, nonce: String?) {
         self.evaluation = evaluation
         self.oprfPublicKey = oprfPublicKey
@@ -118,15 +141,22 @@ public struct PinEvaluationResponse: Codable, Sendable {
 
 /// `POST /xignin/v1/registrations`.
 public struct ManagerRegistrationRequest: Codable, Sendable {
+    /// The linked service the registration is for (`service_mapping_id`); `nil` for none.
     public var serviceMappingID: String?
+    /// The id of one of the manager's categories.
     public var category: String
+    /// The personal attributes' values, keyed by ``PersonalAttribute`` raw value; each at most 1024 characters.
     public var attributes: [String: String]
+    /// The first activation's alias; `nil` gives the manager's default, "Activation 1".
     public var alias: String?
+    /// Attributes for the linked service (`arbitrary_attributes`), at most 50; `nil` for none.
     public var arbitraryAttributes: [String: String]?
     /// The token of the activation PIN's evaluation, and the public key derived from its output.
     public var pinToken: String
+    /// The X9.63 P-256 public key derived from the PIN's OPRF output, base64url of 65 bytes (`pin_public_key`).
     public var pinPublicKey: String
 
+    /// Creates a registration request.
     public init(
         serviceMappingID: String?,
         category: String,
@@ -154,11 +184,16 @@ public struct ManagerRegistrationRequest: Codable, Sendable {
     }
 }
 
+/// The answer to a registration (201): the account is made and its activation code is on its way by e-mail.
 public struct ManagerRegistrationResponse: Codable, Sendable, Equatable {
+    /// The manager's public URL (`manager_url`).
     public var managerURL: String
+    /// The new account's id at the manager (`account_id`).
     public var accountID: String
+    /// The first activation's alias, as the manager stored it.
     public var alias: String
 
+    /// Creates a registration answer.
     public init(managerURL: String, accountID: String, alias: String) {
         self.managerURL = managerURL
         self.accountID = accountID
@@ -174,11 +209,16 @@ public struct ManagerRegistrationResponse: Codable, Sendable, Equatable {
 
 /// The manager's refusal of a registration's data: a verdict per attribute (and the alias).
 public struct ManagerRegistrationRefusal: Codable, Sendable, Equatable {
+    /// The OAuth-style error name: `invalid_attributes`.
     public var error: String
+    /// A human-readable summary of what was refused (`error_description`).
     public var errorDescription: String
+    /// The manager's verdict per refused attribute, keyed by ``PersonalAttribute`` raw value (`attribute_errors`).
     public var attributeErrors: [String: RegistrationInformationErrorCode]
+    /// Why the alias was refused, as an ``AliasValidator/ResultCode`` raw value (`alias_error`); `nil` when it was not.
     public var aliasError: String?
 
+    /// Creates a refusal.
     public init(
         error: String,
         errorDescription: String,
@@ -201,10 +241,14 @@ public struct ManagerRegistrationRefusal: Codable, Sendable, Equatable {
 
 /// `POST /xignin/v1/activations`: prove the activation PIN for an e-mailed activation code.
 public struct ActivationRequest: Codable, Sendable {
+    /// The activation code from the manager's e-mail (`activation_code`).
     public var activationCode: String
+    /// The `token` of this activation's PIN evaluation, which names the attempt.
     public var token: String
+    /// The PIN-derived key's signature over ``ActivationPinKey/signingInput(token:nonce:)``: base64url DER ECDSA.
     public var signature: String
 
+    /// Creates an activation request.
     public init(activationCode: String, token: String, signature: String) {
         self.activationCode = activationCode
         self.token = token
@@ -219,11 +263,16 @@ public struct ActivationRequest: Codable, Sendable {
 
 /// An activated identity manager, as the client lists it.
 public struct IdentityManagerEntity: Codable, Sendable, Equatable {
+    /// The activation's id at the manager (`activation_id`).
     public var activationID: String
+    /// The account the activation belongs to (`account_id`).
     public var accountID: String
+    /// The activation's alias, to tell it apart from others of the account.
     public var alias: String
+    /// The manager's public URL (`manager_url`).
     public var managerURL: String
 
+    /// Creates an entity.
     public init(activationID: String, accountID: String, alias: String, managerURL: String) {
         self.activationID = activationID
         self.accountID = accountID
@@ -242,6 +291,7 @@ public struct IdentityManagerEntity: Codable, Sendable, Equatable {
 /// What the activation PIN's OPRF output becomes: a P-256 signing key only the PIN's holder can
 /// derive, so the manager checks the PIN without ever receiving it.
 public enum ActivationPinKey {
+    /// The domain separator of the key derivation and the signing input; a new version changes both.
     public static let version = "gatehouse-xignin-activation-v1"
 
     /// What the PIN-derived key signs to activate: the code's attempt token and nonce.

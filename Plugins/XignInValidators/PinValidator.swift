@@ -16,7 +16,9 @@ public struct PinValidator: FieldValidator, Hashable {
         case tooLong
     }
 
+    /// The fewest digits a PIN may have, from the manager's PIN specification.
     public let minLength: Int
+    /// The most digits a PIN may have, from the manager's PIN specification.
     public let maxLength: Int
 
     /// A validator for PINs of `minLength` to `maxLength` digits.
@@ -25,6 +27,7 @@ public struct PinValidator: FieldValidator, Hashable {
         self.maxLength = maxLength
     }
 
+    /// The code for a typed PIN: `empty`, `onlyNumbers`, `tooShort` or `tooLong` in that order, else `valid`.
     public func resultCode(for value: String) -> ResultCode {
         resultCode(for: PIN(value))
     }
@@ -38,6 +41,7 @@ public struct PinValidator: FieldValidator, Hashable {
         return .valid
     }
 
+    /// An English sentence for `code` that names this validator's limits, for a form's error label.
     public func message(for code: ResultCode) -> String {
         switch code {
         case .valid: "The PIN is valid."
@@ -59,15 +63,19 @@ public struct PinValidator: FieldValidator, Hashable {
 /// }
 /// ```
 public struct PinSpecification: Sendable {
+    /// The validator that checks each PIN the user types.
     public let validator: PinValidator
     /// The accepted PIN; `nil` until ``setPin(_:)`` accepts one.
     public private(set) var pin: PIN?
 
+    /// A specification for PINs of `minLength` to `maxLength` digits, with no PIN chosen yet.
     public init(minLength: Int, maxLength: Int) {
         self.validator = PinValidator(minLength: minLength, maxLength: maxLength)
     }
 
+    /// The fewest digits a PIN may have.
     public var minLength: Int { validator.minLength }
+    /// The most digits a PIN may have.
     public var maxLength: Int { validator.maxLength }
 
     /// Checks `pin` and keeps it when valid; a refused PIN clears the one kept before.

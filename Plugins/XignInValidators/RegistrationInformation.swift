@@ -13,8 +13,10 @@ public enum RegistrationInformationErrorCode: String, Codable, Sendable, Hashabl
 /// One attribute of a registration (e-mail, phone, name…): whether the manager requires it, the
 /// value the user gave, and the manager's verdict on it after a registration attempt.
 public struct RegistrationInformation<FieldValidatorType: FieldValidator>: Sendable {
+    /// The manager's verdict on the value, as its registration refusal reports it.
     public typealias ErrorCode = RegistrationInformationErrorCode
 
+    /// The validator that checks each value the user types for this attribute.
     public let validator: FieldValidatorType
     /// Whether the registration fails without a value.
     public let isRequired: Bool
@@ -23,6 +25,7 @@ public struct RegistrationInformation<FieldValidatorType: FieldValidator>: Senda
     /// The manager's verdict from the last registration attempt.
     public var error: ErrorCode
 
+    /// Creates an attribute; `value` is taken as given, without checking it.
     public init(validator: FieldValidatorType, isRequired: Bool, value: String? = nil, error: ErrorCode = .none) {
         self.validator = validator
         self.isRequired = isRequired

@@ -17,6 +17,7 @@ public enum PersonalAttribute: String, Codable, Sendable, CaseIterable, Comparab
     case birthdate
     case placeOfBirth
 
+    /// Orders attributes as they are declared, the order a form shows them in.
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs) ?? 0 < allCases.firstIndex(of: rhs) ?? 0
     }
@@ -25,11 +26,17 @@ public enum PersonalAttribute: String, Codable, Sendable, CaseIterable, Comparab
 /// The user data a category collects: one ``RegistrationInformation`` per attribute, each with
 /// its validator, whether the manager requires it, the value and the manager's verdict.
 public struct RegistrationPersonalInformation: Sendable {
+    /// The e-mail address.
     public var email: RegistrationInformation<EmailValidator>
+    /// The phone number.
     public var phone: RegistrationInformation<PhoneValidator>
+    /// The first name.
     public var firstName: RegistrationInformation<NameValidator>
+    /// The last name.
     public var lastName: RegistrationInformation<NameValidator>
+    /// The date of birth, as `YYYY-MM-DD`.
     public var birthdate: RegistrationInformation<BirthdateValidator>
+    /// The place of birth.
     public var placeOfBirth: RegistrationInformation<NameValidator>
 
     /// Attributes with `required` marked as such, checked with the given e-mail validator.
@@ -56,6 +63,7 @@ public struct RegistrationPersonalInformation: Sendable {
         return values
     }
 
+    /// The accepted value of `attribute`; `nil` when none was accepted yet.
     public func value(of attribute: PersonalAttribute) -> String? {
         switch attribute {
         case .email: email.value
@@ -67,6 +75,7 @@ public struct RegistrationPersonalInformation: Sendable {
         }
     }
 
+    /// Whether the manager requires `attribute` in this category.
     public func isRequired(_ attribute: PersonalAttribute) -> Bool {
         switch attribute {
         case .email: email.isRequired
@@ -132,11 +141,16 @@ public typealias AttributeError = RegistrationInformationErrorCode
 /// One way to identify at registration: which identification types it stands for, which
 /// attributes it collects and which of them identify the user.
 public struct IdentificationCategory: Sendable, Identifiable {
+    /// The category's id at the manager, sent as the registration's `category`.
     public let id: String
+    /// The identification types the category stands for.
     public let types: Set<IdentificationType>
+    /// The attributes that identify the user in this category.
     public let identificationAttributes: Set<PersonalAttribute>
+    /// The attributes the category collects, with their values as the user fills them in.
     public var info: RegistrationPersonalInformation
 
+    /// Creates a category.
     public init(
         id: String,
         types: Set<IdentificationType>,
@@ -160,18 +174,24 @@ public struct RegistrationParameters: Sendable {
     public let endpoint: URL?
     /// The linked-service mapping given at initialisation, if the manager knows it.
     public let serviceMappingID: String?
+    /// The activation PIN's length limits and the PIN the user chose.
     public var pinSpec: PinSpecification
     /// The alias's validator (the seed's `validatorAlias`).
     public let validatorAlias: AliasValidator
+    /// The alias of the first activation, once ``setAlias(_:)`` accepts one; `nil` for the manager's default.
     public private(set) var alias: String?
     /// The manager's verdict on ``alias`` from the last registration attempt: nil when it took the
     /// alias (or none was sent), otherwise why it refused it (its validator may be stricter than
     /// ``validatorAlias`` was). ``setAlias(_:)`` clears it.
     public var aliasError: AliasValidator.ResultCode?
+    /// The categories the manager offers, with the values filled in so far.
     public var categories: [IdentificationCategory]
+    /// The id of the category ``setSelection(_:)`` chose; `nil` until one is chosen.
     public private(set) var selectedCategoryID: String?
+    /// The attributes for the linked service, as ``setArbitraryUserAttributes(_:)`` set them.
     public private(set) var arbitraryUserAttributes: [String: String] = [:]
 
+    /// Creates parameters with no category selected and no alias set.
     public init(
         managerURL: URL,
         endpoint: URL? = nil,
