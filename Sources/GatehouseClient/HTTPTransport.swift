@@ -8,7 +8,9 @@ import FoundationNetworking
 
 /// Reaches a token server over HTTP.
 public struct HTTPTransport: TokenServerTransport {
+    /// The server's base URL without a trailing slash; each request's path is appended to it.
     public let baseURL: String
+    /// Seconds a request may take before it fails. Default 15.
     public let timeout: TimeInterval
 
     /// A transport to the server at `baseURL`, e.g. `http://127.0.0.1:8080`.
@@ -17,6 +19,8 @@ public struct HTTPTransport: TokenServerTransport {
         self.timeout = timeout
     }
 
+    /// Sends one request and returns the server's answer, whatever its status; a redirect is returned, not followed.
+    /// Throws when the base URL is not http(s) or the server cannot be reached.
     public func send(_ request: WireRequest) async throws -> WireResponse {
         try Self.checkBaseURL(baseURL)
         guard let url = URL(string: baseURL + request.path) else {

@@ -6,21 +6,27 @@ public import GatehouseProtocol
 /// the authorization URL, fills in the login form (keeping the page's cookie, as a browser does),
 /// allows the consent page if one comes, and returns where the login redirected — without
 /// following the redirect, which is the app's to receive. It speaks through a
-/// ``TokenServerTransport``, so it works against an embedded server as well as over HTTP.
+/// `TokenServerTransport`, so it works against an embedded server as well as over HTTP.
 public struct HeadlessLoginBrowser: Sendable {
+    /// How the hosted login is reached: over HTTP, or an embedded server.
     public let transport: any TokenServerTransport
+    /// The user name the browser types into the login form.
     public let username: String
+    /// The password the browser types into the login form.
     public let password: String
 
+    /// A browser that logs in as `username` through `transport`.
     public init(transport: any TokenServerTransport, username: String, password: String) {
         self.transport = transport
         self.username = username
         self.password = password
     }
 
+    /// Why a login did not reach its redirect.
     public enum Failure: Error, Equatable, LocalizedError {
         /// The page at this step answered with this status and showed this text.
         case page(status: Int, text: String)
+        /// The page that should be the login form is not; the text says what is missing.
         case notTheLogin(String)
 
         /// A sentence for a person.

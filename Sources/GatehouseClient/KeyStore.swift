@@ -12,10 +12,14 @@ public protocol KeyStore: Sendable {
 
 /// A key in a file with mode 0600, created on first use.
 public struct FileKeyStore: KeyStore {
+    /// The key file's path.
     public let path: String
 
+    /// A key store that keeps its key in the file at `path`.
     public init(path: String) { self.path = path }
 
+    /// Reads the key, or creates the file with a new random key on first use. Throws a ``KeyStoreError`` when the file
+    /// does not hold 32 bytes, others can read it, or it cannot be created.
     public func sealingKey() throws -> SymmetricKey {
         let manager = FileManager.default
         if let data = manager.contents(atPath: path) {
@@ -46,7 +50,10 @@ public struct FileKeyStore: KeyStore {
 
 /// The key store could not give a key.
 public struct KeyStoreError: Error, Sendable, CustomStringConvertible {
+    /// The key file, or whatever place the key store names.
     public var path: String
+    /// What went wrong, in words.
     public var problem: String
+    /// The path and the problem, as a command prints them.
     public var description: String { "\(path): \(problem)" }
 }

@@ -6,9 +6,11 @@ public import GatehouseProtocol
 /// a confidential API client with HTTP Basic credentials. Works over any transport (HTTP, or an
 /// embedded server in tests and examples).
 public struct PortalClient: Sendable {
+    /// How the token server is reached.
     public let transport: any TokenServerTransport
     private let authorization: String
 
+    /// A client that authenticates as the API client `clientID` with its `secret` (HTTP Basic).
     public init(transport: any TokenServerTransport, clientID: String, secret: String) {
         self.transport = transport
         authorization = "Basic " + Data("\(clientID):\(secret)".utf8).base64EncodedString()

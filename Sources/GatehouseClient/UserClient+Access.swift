@@ -29,8 +29,11 @@ public struct AppToWebSingleSignOn: Sendable, Equatable {
 
 /// A resource server's answer.
 public struct ResourceResponse: Sendable {
+    /// The HTTP status code the resource server answered.
     public var status: Int
+    /// The response's headers as the resource server sent them.
     public var headers: [String: String]
+    /// The response body, unread.
     public var body: Data
 }
 

@@ -9,6 +9,7 @@ import Logging
 /// authenticators, changes the PIN, calls protected resources and deregisters. One action at a
 /// time: a second one started while the first runs fails with `GenericError.actionAlreadyInProgress`.
 public actor UserClient {
+    /// How the client was set up.
     public nonisolated let configuration: ClientConfiguration
     let store: ClientStore
     let calls: ServerCalls
@@ -42,6 +43,8 @@ public actor UserClient {
         var token: AccessTokenResponse
     }
 
+    /// Opens (or creates) the client's database in the configuration's data directory. Throws a `DatabaseFailure`
+    /// when it cannot be opened, or the key store's error.
     public init(configuration: ClientConfiguration) throws {
         try PrivateFiles.createFolder(configuration.dataDirectory)
         self.configuration = configuration
