@@ -9,7 +9,9 @@ public struct VerifiedAccess: Sendable, Equatable {
     public var subject: String?
     /// The identity provider that named `subject`.
     public var identityProvider: String?
+    /// The scopes the token grants.
     public var scopes: Set<String>
+    /// Who the token acts for: a user's session, an implicit grant, a device or a stateless session.
     public var kind: IntrospectionResponse.Kind
     /// The installation (OAuth client) the token was issued to.
     public var clientID: String
@@ -17,6 +19,7 @@ public struct VerifiedAccess: Sendable, Equatable {
     public var appID: String?
     /// The thumbprint of the DPoP key that holds the token.
     public var keyThumbprint: String
+    /// When the token expires; the route may refuse work that would outlive it.
     public var expiresAt: Date
 }
 
@@ -28,12 +31,14 @@ public struct AccessRefusal: Error, Sendable, Equatable, CustomStringConvertible
     /// `insufficient_scope`, `insufficient_user_authentication` or `temporarily_unavailable`;
     /// nil when the request carried no credentials at all.
     public var error: String?
+    /// What was wrong, in words; sent as `error_description`.
     public var message: String
     /// The `WWW-Authenticate` challenge to send.
     public var challenge: String
     /// A fresh nonce to send as `DPoP-Nonce`, when the validator requires nonces.
     public var nonce: String?
 
+    /// The status, the error and the message, as a log line carries them.
     public var description: String { "\(status) \(error ?? "unauthenticated"): \(message)" }
 }
 
@@ -49,12 +54,14 @@ public struct AccessValidator<Introspector: TokenIntrospecting>: Sendable {
         /// The token kinds accepted (default: a user's session only).
         public var kinds: Set<IntrospectionResponse.Kind>
 
+        /// A requirement of these scopes from a token of one of these kinds (default: no scope, a user's session).
         public init(scopes: Set<String> = [], kinds: Set<IntrospectionResponse.Kind> = [.user]) {
             self.scopes = scopes
             self.kinds = kinds
         }
     }
 
+    /// Where the validator learns what a token is: the token server in-process, or ``HTTPIntrospection``.
     public let introspector: Introspector
     /// The URL clients reach this resource server at, without a trailing slash
     /// (`https://api.example.com`): proofs must name it and the request's path (`htu`). Behind a
@@ -63,7 +70,11 @@ public struct AccessValidator<Introspector: TokenIntrospecting>: Sendable {
     let nonces: DPoPNonces?
     let proofs: SeenProofs
 
+    /// A validator that asks `introspector` about each token and checks proofs against `publicURL`.
+    ///
     /// - Parameters:
+    ///   - introspector: Where the validator learns what a token is.
+    ///   - publicURL: The URL clients reach this resource server at; a trailing slash is dropped.
     ///   - nonceSecret: When set, proofs must carry a nonce this resource server gave out
     ///     (RFC 9449 §9); instances sharing the secret accept each other's nonces.
     ///   - seenProofCapacity: Proofs remembered (for the clock-skew window) to refuse a replay;

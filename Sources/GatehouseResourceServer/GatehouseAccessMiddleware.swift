@@ -12,9 +12,12 @@ public protocol GatehouseRequestContext: RequestContext {
 
 /// A ready-made ``GatehouseRequestContext`` for applications with no context of their own.
 public struct GatehouseAccessContext: GatehouseRequestContext {
+    /// Hummingbird's own request state.
     public var coreContext: CoreRequestContextStorage
+    /// Who the request acts for, set by the middleware; `nil` on routes it does not protect.
     public var access: VerifiedAccess?
 
+    /// Creates the context for a request, with no access verified yet.
     public init(source: Source) {
         coreContext = .init(source: source)
         access = nil
@@ -37,9 +40,12 @@ public struct GatehouseAccessContext: GatehouseRequestContext {
 public struct GatehouseAccessMiddleware<Introspector: TokenIntrospecting, Context: GatehouseRequestContext>:
     RouterMiddleware
 {
+    /// The validator that checks each request's token and proof.
     public let validator: AccessValidator<Introspector>
+    /// What the routes behind the middleware ask of the token: its scopes and kinds.
     public let requirement: AccessValidator<Introspector>.Requirement
 
+    /// Protects routes with `validator`, asking `requirement` of each token (default: a user's session).
     public init(
         _ validator: AccessValidator<Introspector>,
         requirement: AccessValidator<Introspector>.Requirement = .init()
@@ -48,6 +54,9 @@ public struct GatehouseAccessMiddleware<Introspector: TokenIntrospecting, Contex
         self.requirement = requirement
     }
 
+    /// Validates the request and runs the route with ``GatehouseRequestContext/access`` set, adding a fresh
+    /// `DPoP-Nonce` when nonces are on; a refusal answers at once, with its status, `WWW-Authenticate` challenge and
+    /// JSON error body.
     public func handle(
         _ request: Request,
         context: Context,

@@ -11,18 +11,25 @@ import Synchronization
 /// revoked token is refused here at most `cacheLifetime` after its revocation: that is the
 /// revocation's propagation window. The cache holds at most `cacheCapacity` tokens, by hash.
 public final class HTTPIntrospection: TokenIntrospecting {
+    /// The token server's introspection endpoint, `<tokenServer>/v1/introspect`.
     public let endpoint: URL
     /// `endpoint` as checked when configured; the only form the call is made with.
     let target: OutboundURL
+    /// Seconds an answer is reused (0–60): the longest a revoked token can still pass here.
     public let cacheLifetime: TimeInterval
     let authorization: String
     let timeout: Duration
     let cache: IntrospectionCache
 
+    /// An introspector for the token server at `tokenServer`, calling as a resource server of its manifest.
+    ///
     /// - Parameters:
     ///   - tokenServer: The token server's URL, e.g. `https://auth.example.com`.
+    ///   - resourceServerID: The resource server's id in the manifest's `server.resourceServers`.
+    ///   - secret: That resource server's secret; sent with the id as HTTP Basic.
     ///   - cacheLifetime: Seconds an answer is reused (0–60, default 5): the longest a revoked
     ///     token can still pass here.
+    ///   - cacheCapacity: The most tokens whose answers are cached at once (default 10,000).
     ///   - timeout: Seconds for one introspection call (0.1–600, default 5).
     /// - Throws: ``IntrospectionURLRefusal`` when the endpoint is not a URL the server may call:
     ///   http(s), a lower-case host or IP address, a port 1–65535, no user, no dot segments.
@@ -52,6 +59,9 @@ public final class HTTPIntrospection: TokenIntrospecting {
         cache = IntrospectionCache(capacity: cacheCapacity)
     }
 
+    /// What the token server says of `token`, from the cache when a fresh answer is there. Throws
+    /// ``IntrospectionFailure`` for an answer other than 200, or the transport's error when the server cannot be
+    /// reached.
     public func introspect(_ token: String) async throws -> IntrospectionResponse {
         let key = Data(SHA256.hash(data: Data(token.utf8)))
         let now = Date().timeIntervalSince1970
@@ -81,15 +91,21 @@ public final class HTTPIntrospection: TokenIntrospecting {
 
 /// The token server's URL does not make an introspection endpoint the resource server may call.
 public struct IntrospectionURLRefusal: Error, Sendable, CustomStringConvertible {
+    /// The endpoint that was refused.
     public var url: String
+    /// Why the URL may not be called.
     public var reason: String
+    /// The endpoint and the reason, as a log line carries them.
     public var description: String { "introspection endpoint \(url): \(reason)" }
 }
 
 /// The token server refused to introspect (wrong credentials, say) or could not.
 public struct IntrospectionFailure: Error, Sendable, CustomStringConvertible {
+    /// The HTTP status the token server answered, such as 401 for wrong credentials.
     public var status: Int
+    /// The start of the answer's body (at most 300 bytes), to tell why.
     public var body: String
+    /// The status and the body, as a log line carries them.
     public var description: String { "introspection answered HTTP \(status): \(body)" }
 }
 
