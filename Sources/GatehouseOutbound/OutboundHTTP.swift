@@ -10,16 +10,22 @@ import NIOHTTP1
 public enum OutboundHTTP {
     /// What came back: the status and at most `maxResponseBytes` of the body.
     public struct Response: Sendable {
+        /// The HTTP status code, 3xx included (redirects are not followed).
         public var status: Int
+        /// The whole body, at most `maxResponseBytes`; a longer answer is a ``Failure`` instead.
         public var body: Data
     }
 
     /// The call could not be made or did not finish in time.
     public struct Failure: Error, Sendable, CustomStringConvertible {
+        /// The URL the call was for.
         public var url: String
+        /// What went wrong, in words: no connection, a timeout, an answer too long.
         public var reason: String
+        /// The URL and the reason, as a log line carries them.
         public var description: String { "\(url): \(reason)" }
 
+        /// A failure of the call to `url`, for this reason.
         public init(url: String, reason: String) {
             self.url = url
             self.reason = reason

@@ -29,14 +29,18 @@ import Musl
 public struct OutboundURL: Sendable, Hashable, CustomStringConvertible {
     /// The URL exactly as accepted: what is stored and what is sent.
     public let text: String
+    /// `http` or `https`, in lower case.
     public let scheme: String
     /// As written; an IPv6 address keeps its brackets.
     public let host: String
     /// nil: the scheme's default.
     public let port: Int?
+    /// The path as written, starting with `/`; percent-escapes are kept, not decoded.
     public let path: String
+    /// The query as written, without its `?`; `nil` when the URL has none.
     public let query: String?
 
+    /// The URL's text, as accepted.
     public var description: String { text }
 
     /// The path's segments (`/cb/42` is `["cb", "42"]`; a trailing slash adds an empty one).
@@ -44,14 +48,19 @@ public struct OutboundURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Why a URL was refused, in words for an error message.
     public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        /// What about the URL was refused, in words.
         public var reason: String
+        /// The reason, as an error message prints it.
         public var description: String { reason }
+        /// A refusal for this reason.
         public init(_ reason: String) { self.reason = reason }
     }
 
     /// The longest URL accepted.
     public static let maxLength = 2048
 
+    /// Accepts `text` when it is an allowed URL in its canonical spelling; throws a ``Refusal`` saying why otherwise. A
+    /// URL also needs a path, at least `/`.
     public init(_ text: String) throws(Refusal) {
         let parts = try Self.split(text, allowsAnyPort: false)
         guard let path = parts.path, !path.isEmpty else {
@@ -71,6 +80,7 @@ public struct OutboundURL: Sendable, Hashable, CustomStringConvertible {
     /// `https://a.example.evil.net/cb` or `https://a.example:8443/cb`. A prefix ending in `host:`
     /// allows any port of that host (and the default one).
     public struct Prefix: Sendable, Hashable, CustomStringConvertible {
+        /// The prefix exactly as configured.
         public let text: String
         let scheme: String
         let host: String
@@ -79,8 +89,11 @@ public struct OutboundURL: Sendable, Hashable, CustomStringConvertible {
         /// Without a trailing empty segment: `/cb/` and `/cb` allow the same URLs.
         let segments: [Substring]
 
+        /// The prefix's text, as configured.
         public var description: String { text }
 
+        /// Accepts a prefix: a URL of the same form without a query, whose port may be left open (`host:`); throws a
+        /// ``OutboundURL/Refusal`` saying why otherwise.
         public init(_ text: String) throws(Refusal) {
             let parts = try OutboundURL.split(text, allowsAnyPort: true)
             guard parts.query == nil else { throw Refusal("a prefix takes no query") }
@@ -94,6 +107,7 @@ public struct OutboundURL: Sendable, Hashable, CustomStringConvertible {
             self.segments = segments
         }
 
+        /// Whether `url` starts with this prefix: same scheme, host and port, and the prefix's path segments first.
         public func allows(_ url: OutboundURL) -> Bool {
             guard url.scheme == scheme, url.host == host, anyPort || url.port == port else { return false }
             let target = url.pathSegments
