@@ -13,6 +13,7 @@ public final class PostgresTestCluster: Sendable {
     public let port: Int
     /// The database the tests' schemas are made in.
     public let database = "gatehouse_tests"
+    /// The role the tests connect as, with no password (the server trusts loopback connections).
     public let user = "gatehouse"
     /// PostgreSQL's major version.
     public var version: String { binaries.deletingLastPathComponent().lastPathComponent }
@@ -208,7 +209,9 @@ public final class PostgresTestCluster: Sendable {
     }
 }
 
+/// The test cluster could not be set up or used: no free port, PostgreSQL did not start, or one of its commands failed.
 public struct PostgresTestClusterError: Error, CustomStringConvertible {
+    /// What failed, in words (with a failed command's output), as a test failure prints it.
     public var description: String
     init(_ description: String) { self.description = description }
 }

@@ -7,11 +7,17 @@ import Yams
 /// Scalars take YAML 1.1's core types as resolved by Yams: `10` is an integer, `"10"` a string,
 /// `true` a boolean, `~` null. Anchors and aliases are refused: a manifest should read top to bottom.
 public struct YAMLManifestFormat: ManifestFormat {
+    /// Creates the format, for a `ManifestLoader` beside `JSONManifestFormat`.
     public init() {}
 
+    /// `YAML`, as messages name the format.
     public var name: String { "YAML" }
+    /// `yaml` and `yml`: the files this format reads.
     public var fileExtensions: [String] { ["yaml", "yml"] }
 
+    /// Parses a YAML document into the manifest tree; an empty document is `.null`. Throws
+    /// `ManifestSyntaxError` for text that is not UTF-8, malformed YAML, an anchor or alias, or a
+    /// key that is not a plain name or is given twice.
     public func parse(_ data: Data) throws(ManifestSyntaxError) -> ConfigValue {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ManifestSyntaxError("the file is not UTF-8 text")

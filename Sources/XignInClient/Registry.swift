@@ -26,6 +26,7 @@ public enum RegistrationResponse: Sendable {
 /// output becomes a signing key whose public half the manager keeps and whose signature proves the
 /// PIN at activation.
 public actor Registry {
+    /// Makes the transport that reaches the manager at a URL; called for each manager the registry talks to.
     public typealias TransportProvider = @Sendable (URL) -> any TokenServerTransport
 
     private let transport: TransportProvider
