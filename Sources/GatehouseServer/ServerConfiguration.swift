@@ -5,6 +5,7 @@ import GatehouseKernel
 public struct ServerConfiguration: Decodable, Sendable {
     /// An application (OAuth client) allowed to register installations.
     public struct Client: Decodable, Sendable, Equatable {
+        /// The application's id, which an installation registers with as `app_id`.
         public var id: String
         /// Scopes granted when a registration asks for none.
         public var defaultScopes: [String]
@@ -26,6 +27,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         /// with in its path. Empty (the default): single sign-on is off.
         public var webLoginTargets: [String]
 
+        /// Creates an application in code; unlike decoding, nothing is checked here.
         public init(
             id: String,
             defaultScopes: [String],
@@ -51,6 +53,9 @@ public struct ServerConfiguration: Decodable, Sendable {
             case statelessRegistration, webLoginTargets
         }
 
+        /// Decodes a `clients` entry; throws when a default or implicit scope is not allowed, a scope is malformed,
+        /// `registrationValidity` is outside 60–315360000 seconds, or a web login target is not
+        /// `http(s)://host[:port]/path`. `allowedScopes` defaults to `read`, `defaultScopes` to all allowed ones.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(String.self, forKey: .id)
@@ -138,6 +143,8 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// limit), after a burst of `rateLimitBurst` (1–100000, default 30). Over HTTP only: an
     /// embedded server has no addresses. Behind a proxy every request has the proxy's address.
     public var rateLimitPerMinute: Int
+    /// Installations one client address may register at once before `rateLimitPerMinute` applies (1–100000, default
+    /// 30).
     public var rateLimitBurst: Int
     /// Mobile-auth events channels open at once on one instance, all profiles together
     /// (1–100000, default 256); over HTTP never more than half the connection slots.
@@ -150,10 +157,12 @@ public struct ServerConfiguration: Decodable, Sendable {
 
     /// An API that checks Gatehouse tokens by introspection.
     public struct ResourceServer: Decodable, Sendable, Equatable {
+        /// The resource server's id, its HTTP Basic user name: not empty, without `:`.
         public var id: String
         /// At least 16 characters; compared by digest in constant time.
         public var secret: String
 
+        /// Creates a resource server in code; unlike decoding, the secret's length is not checked here.
         public init(id: String, secret: String) {
             self.id = id
             self.secret = secret
@@ -161,6 +170,7 @@ public struct ServerConfiguration: Decodable, Sendable {
 
         private enum CodingKeys: String, CodingKey { case id, secret }
 
+        /// Decodes a `resourceServers` entry; throws for an empty id, an id with `:`, or a secret under 16 bytes.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(String.self, forKey: .id)
@@ -177,6 +187,7 @@ public struct ServerConfiguration: Decodable, Sendable {
             rateLimitBurst, maxEventChannels, clientAuthenticationFailuresPerMinute
     }
 
+    /// The defaults of every setting, as for a manifest whose `server` section is empty.
     public init() {
         clients = [Client(id: "gatehouse-example", defaultScopes: ["read"], allowedScopes: ["read", "write"])]
         defaultIdentityProvider = nil
@@ -200,6 +211,8 @@ public struct ServerConfiguration: Decodable, Sendable {
         clientAuthenticationFailuresPerMinute = 10
     }
 
+    /// Decodes the manifest's `server` section; a missing key takes its default, and a value out of its range throws,
+    /// naming the key.
     public init(from decoder: any Decoder) throws {
         let defaults = ServerConfiguration()
         let container = try decoder.container(keyedBy: CodingKeys.self)

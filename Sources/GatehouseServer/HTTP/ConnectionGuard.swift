@@ -24,6 +24,7 @@ public struct HTTPServerLimits: Sendable, Equatable {
     /// connection comes from the proxy: raise it or turn it off there.
     public var maxConnectionsPerAddress: Int
 
+    /// Limits with the defaults: 10 seconds per request, 1024 connections, 128 from one address.
     public init(
         requestTimeout: Duration = .seconds(10),
         maxConnections: Int = 1024,

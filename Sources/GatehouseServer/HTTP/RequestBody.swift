@@ -7,15 +7,25 @@ public import GatehouseProtocol
 public enum RequestBody {
     /// Why a body was refused: the HTTP status and a sentence naming the problem.
     public struct Refusal: Error, Sendable, Equatable {
+        /// The HTTP status to answer: 413 for a body over the limit, 415 for a media type other than JSON (or a form
+        /// where allowed), 400 for anything else.
         public var status: Int
+        /// A sentence naming the problem, for `error_description`.
         public var description: String
     }
 
-    /// - Parameter allowingForm: Whether the body is an OAuth request: a form
-    ///   (`application/x-www-form-urlencoded`) is accepted as well as JSON, as the token,
-    ///   revocation and introspection endpoints must (RFC 6749 §3.2, RFC 7009 §2.1, RFC 7662
-    ///   §2.1), and parameters the endpoint does not know are ignored (RFC 6749 §3.1). A form's
-    ///   fields are strings; a field given twice is refused.
+    /// Decodes the request's body as `type`, or refuses it with the status and sentence to answer.
+    ///
+    /// - Parameters:
+    ///   - type: The message the endpoint expects.
+    ///   - request: The request whose body is decoded; its `Content-Type` must name JSON (or a form).
+    ///   - maxBytes: The largest body accepted, in bytes; a larger one is refused with 413.
+    ///   - allowingForm: Whether the body is an OAuth request: a form
+    ///     (`application/x-www-form-urlencoded`) is accepted as well as JSON, as the token,
+    ///     revocation and introspection endpoints must (RFC 6749 §3.2, RFC 7009 §2.1, RFC 7662
+    ///     §2.1), and parameters the endpoint does not know are ignored (RFC 6749 §3.1). A form's
+    ///     fields are strings; a field given twice is refused.
+    /// - Throws: ``Refusal`` for a body too large, of another media type, malformed, or not the message.
     public static func decode<T: Decodable>(
         _ type: T.Type,
         from request: WireRequest,

@@ -8,17 +8,27 @@ import GatehouseKernel
 
 /// Rows one sweep removed, by kind.
 public struct CleanupReport: Sendable, Equatable, CustomStringConvertible {
+    /// Expired access and refresh tokens.
     public var tokens = 0
+    /// Refresh-token families that were revoked, or left without tokens.
     public var families = 0
+    /// Expired or revoked device tokens (client credentials).
     public var deviceTokens = 0
+    /// Expired registration and authentication flows.
     public var flows = 0
+    /// Spent DPoP proofs and replay records of grants, past the window they guard.
     public var proofs = 0
+    /// Registrations past their validity, removed as a deregistration removes them.
     public var profiles = 0
+    /// Installations idle for too long: no profile, no device token, no flow.
     public var installations = 0
+    /// Expired web login tokens and web sessions.
     public var webLogins = 0
 
+    /// All rows removed, whatever their kind.
     public var total: Int { tokens + families + deviceTokens + flows + proofs + profiles + installations + webLogins }
 
+    /// The counts by kind, as the cleanup's log line shows them.
     public var description: String {
         "tokens \(tokens), families \(families), device tokens \(deviceTokens), flows \(flows), proofs \(proofs), "
             + "expired registrations \(profiles), idle installations \(installations), web sign-ins \(webLogins)"

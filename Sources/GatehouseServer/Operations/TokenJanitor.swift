@@ -6,10 +6,13 @@ public import ServiceLifecycle
 /// needs any more (``TokenServer/removeExpiredState()``), a bounded batch of each kind at a
 /// time. Run it beside the HTTP server in the same `ServiceGroup`; it stops on graceful shutdown.
 public struct TokenJanitor: Service {
+    /// The server whose expired state is removed.
     public let server: TokenServer
 
+    /// A janitor for `server`, sweeping every `cleanupInterval` of its configuration.
     public init(server: TokenServer) { self.server = server }
 
+    /// Sweeps until graceful shutdown: a failed sweep is logged and tried again at the next interval.
     public func run() async throws {
         let server = server
         let interval = Duration.seconds(server.configuration.cleanupInterval)
