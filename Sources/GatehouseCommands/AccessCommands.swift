@@ -44,7 +44,7 @@ struct Fetch: AsyncParsableCommand {
         guard let target = URL(string: url), ["http", "https"].contains(target.scheme ?? "") else {
             throw ValidationError("\(url) is not an http or https URL.")
         }
-        do {
+        try await CommandSupport.reportingFailures {
             let client = try await CommandSupport.client(device, manifest: manifest)
             switch access {
             case .user:
@@ -64,12 +64,6 @@ struct Fetch: AsyncParsableCommand {
             CommandSupport.output("HTTP \(response.status)")
             CommandSupport.output(String(decoding: response.body, as: UTF8.self))
             if !(200..<300).contains(response.status) { throw ExitCode(2) }
-        } catch let error as ValidationError {
-            throw error
-        } catch let error as ExitCode {
-            throw error
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 }
@@ -98,7 +92,7 @@ struct WebLogin: AsyncParsableCommand {
     func run() async throws {
         let target = target ?? device.server + "/web/session"
         guard let targetURL = URL(string: target) else { throw ValidationError("\(target) is not a URL.") }
-        do {
+        try await CommandSupport.reportingFailures {
             let client = try await CommandSupport.client(device, manifest: manifest)
             let chosen = try await CommandSupport.profile(profile, of: client, device: device)
             _ = try await client.authenticateUser(chosen, delegate: TerminalDelegate())
@@ -107,10 +101,6 @@ struct WebLogin: AsyncParsableCommand {
             // is left to run out (the refresh token's lifetime).
             CommandSupport.output("Open within a minute (it works once):\n  \(login.redirectURL.absoluteString)")
             SystemBrowser.open(login.redirectURL)
-        } catch let error as ValidationError {
-            throw error
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 }

@@ -34,7 +34,7 @@ struct Authenticators: AsyncParsableCommand {
             case "all": filter = .all
             default: throw ValidationError("--show takes registered, non-registered or all.")
             }
-            do {
+            try await CommandSupport.reportingFailures {
                 let client = try await CommandSupport.client(options.device, manifest: options.manifest)
                 let profile = try await CommandSupport.profile(options.profile, of: client, device: options.device)
                 for info in try await client.authenticators(filter, for: profile) {
@@ -42,10 +42,6 @@ struct Authenticators: AsyncParsableCommand {
                         [info.isRegistered ? "registered" : "not registered"] + (info.isPreferred ? ["preferred"] : [])
                     print("\(info.id)\t\(info.kind.rawValue)\t\(info.name)\t\(marks.joined(separator: ", "))")
                 }
-            } catch let error as ValidationError {
-                throw error
-            } catch {
-                throw CommandSupport.fail(error)
             }
         }
     }
@@ -100,15 +96,11 @@ struct Authenticators: AsyncParsableCommand {
         var authenticator: String
 
         func run() async throws {
-            do {
+            try await CommandSupport.reportingFailures {
                 let client = try await CommandSupport.client(options.device, manifest: options.manifest)
                 let profile = try await CommandSupport.profile(options.profile, of: client, device: options.device)
                 try await client.setPreferredAuthenticator(authenticator, for: profile)
                 print("\(authenticator) is now preferred for \(profile.id).")
-            } catch let error as ValidationError {
-                throw error
-            } catch {
-                throw CommandSupport.fail(error)
             }
         }
     }
@@ -137,16 +129,12 @@ extension CommandSupport {
         _ options: Authenticators.Options,
         _ body: (UserClient, UserProfile) async throws -> Void
     ) async throws {
-        do {
+        try await CommandSupport.reportingFailures {
             let client = try await CommandSupport.client(options.device, manifest: options.manifest)
             let profile = try await CommandSupport.profile(options.profile, of: client, device: options.device)
             try await client.authenticateUser(profile, delegate: TerminalDelegate())
             try await body(client, profile)
             await client.logout()
-        } catch let error as ValidationError {
-            throw error
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 }

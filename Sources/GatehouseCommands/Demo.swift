@@ -35,10 +35,8 @@ struct Demo: AsyncParsableCommand {
     }
 
     func run() async throws {
-        do {
+        try await CommandSupport.reportingFailures {
             try await demo()
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 

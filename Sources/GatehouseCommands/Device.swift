@@ -190,15 +190,13 @@ struct Register: AsyncParsableCommand {
     }
 
     func run() async throws {
-        do {
+        try await CommandSupport.reportingFailures {
             let client = try await CommandSupport.client(device, manifest: manifest)
             let delegate = TerminalDelegate(
                 signIn: headless ? TerminalSignIn(server: device.server, username: username) : nil
             )
             let result = try await client.registerUser(identityProvider: identityProvider, delegate: delegate)
             print("Registered profile \(result.profile.id) with \(result.identityProvider.name).")
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 }
@@ -225,7 +223,7 @@ struct Login: AsyncParsableCommand {
     }
 
     func run() async throws {
-        do {
+        try await CommandSupport.reportingFailures {
             let client = try await CommandSupport.client(device, manifest: manifest)
             let chosen = try await CommandSupport.profile(profile, of: client, device: device)
             let info = try await client.authenticateUser(
@@ -244,10 +242,6 @@ struct Login: AsyncParsableCommand {
                 "Authenticated profile \(resource.profileID) (subject \(resource.subject), scope \"\(resource.scope)\")."
             )
             await client.logout()
-        } catch let error as ValidationError {
-            throw error
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 }
@@ -268,7 +262,7 @@ struct Profiles: AsyncParsableCommand {
         @OptionGroup var manifest: ManifestOptions
 
         func run() async throws {
-            do {
+            try await CommandSupport.reportingFailures {
                 // Only what this device holds: no server is asked.
                 let client = try CommandSupport.offlineClient(device)
                 let summaries = try await client.userProfileSummaries()
@@ -283,8 +277,6 @@ struct Profiles: AsyncParsableCommand {
                             + "registered \(registered)\(mark)"
                     )
                 }
-            } catch {
-                throw CommandSupport.fail(error)
             }
         }
     }
@@ -301,7 +293,7 @@ struct Profiles: AsyncParsableCommand {
         var profile: String
 
         func run() async throws {
-            do {
+            try await CommandSupport.reportingFailures {
                 let client = try CommandSupport.offlineClient(device)
                 guard try await client.userProfiles().contains(UserProfile(id: profile)) else {
                     throw ValidationError(
@@ -310,8 +302,6 @@ struct Profiles: AsyncParsableCommand {
                 }
                 try DefaultProfiles(device).set(profile)
                 print("Device commands for \(device.server) now use profile \(profile) unless --profile names another.")
-            } catch {
-                throw CommandSupport.fail(error)
             }
         }
     }
@@ -329,7 +319,7 @@ struct Deregister: AsyncParsableCommand {
     var profile: String?
 
     func run() async throws {
-        do {
+        try await CommandSupport.reportingFailures {
             let client = try await CommandSupport.client(device, manifest: manifest)
             let chosen = try await CommandSupport.profile(profile, of: client, device: device)
             // Only a profile this device holds can be deregistered: the server is asked with its key.
@@ -342,8 +332,6 @@ struct Deregister: AsyncParsableCommand {
             let defaults = DefaultProfiles(device)
             if defaults.profile == chosen.id { try defaults.set(nil) }
             print("Deregistered profile \(chosen.id).")
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 }

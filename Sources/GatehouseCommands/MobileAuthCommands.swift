@@ -30,7 +30,7 @@ struct DeviceCommands: AsyncParsableCommand {
         var platform: String = "events"
 
         func run() async throws {
-            do {
+            try await CommandSupport.reportingFailures {
                 guard let platform = PushPlatform(rawValue: platform) else {
                     throw ValidationError("--platform is one of events, apns, fcm.")
                 }
@@ -46,10 +46,6 @@ struct DeviceCommands: AsyncParsableCommand {
                 CommandSupport.output(
                     "Profile \(chosen.id) is enrolled for mobile authentication with push (\(platform.rawValue))."
                 )
-            } catch let error as ValidationError {
-                throw error
-            } catch {
-                throw CommandSupport.fail(error)
             }
         }
     }
@@ -69,7 +65,7 @@ struct DeviceCommands: AsyncParsableCommand {
         var count: Int?
 
         func run() async throws {
-            do {
+            try await CommandSupport.reportingFailures {
                 let client = try await CommandSupport.client(device, manifest: manifest)
                 let chosen = try await CommandSupport.profile(profile, of: client, device: device)
                 guard try await client.isUserEnrolledForMobileAuth(chosen) else {
@@ -92,10 +88,6 @@ struct DeviceCommands: AsyncParsableCommand {
                     answered += 1
                     if let count, answered >= count { return }
                 }
-            } catch let error as ValidationError {
-                throw error
-            } catch {
-                throw CommandSupport.fail(error)
             }
         }
     }
@@ -109,13 +101,11 @@ struct DeviceCommands: AsyncParsableCommand {
         @OptionGroup var manifest: ManifestOptions
 
         func run() async throws {
-            do {
+            try await CommandSupport.reportingFailures {
                 let client = try await CommandSupport.client(device, manifest: manifest)
                 for request in try await client.pendingPushMobileAuthRequests() {
                     CommandSupport.output("\(request.transactionID)  \(request.profile.id)  \(request.message)")
                 }
-            } catch {
-                throw CommandSupport.fail(error)
             }
         }
     }
@@ -210,7 +200,7 @@ struct PortalCommands: AsyncParsableCommand {
             guard let secret = clientSecret ?? ProcessInfo.processInfo.environment["GATEHOUSE_PORTAL_SECRET"] else {
                 throw ValidationError("Give the API client's secret with --client-secret or $GATEHOUSE_PORTAL_SECRET.")
             }
-            do {
+            try await CommandSupport.reportingFailures {
                 let portal = PortalClient(
                     transport: HTTPTransport(baseURL: server),
                     clientID: clientID,
@@ -238,10 +228,6 @@ struct PortalCommands: AsyncParsableCommand {
                 }
                 CommandSupport.output("Verdict: \(verdict).")
                 if !result.isAuthenticated { throw ExitCode(3) }
-            } catch let exit as ExitCode {
-                throw exit
-            } catch {
-                throw CommandSupport.fail(error)
             }
         }
     }

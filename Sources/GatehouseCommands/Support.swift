@@ -221,6 +221,18 @@ enum CommandSupport {
         return ExitCode(64)
     }
 
+    /// Runs a command's work: a failure is printed as one sentence (`error: …`, no usage text)
+    /// and becomes the command's exit status; an `ExitCode` the work chose passes through.
+    static func reportingFailures(_ work: () async throws -> Void) async throws {
+        do {
+            try await work()
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            throw fail(error)
+        }
+    }
+
     /// Prints an error as one line (a Gatehouse error with its code), and exits with its status
     /// from the table in the README.
     static func fail(_ error: any Error) -> ExitCode {

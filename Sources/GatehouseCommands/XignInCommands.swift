@@ -54,7 +54,7 @@ struct XignInRegister: AsyncParsableCommand {
     var attributes: [String] = []
 
     func run() async throws {
-        do {
+        try await CommandSupport.reportingFailures {
             let registry = try options.registry()
             var parameters = try await registry.initialization(
                 url: try options.url(),
@@ -107,12 +107,6 @@ struct XignInRegister: AsyncParsableCommand {
                     if pending.isEmpty { throw ExitCode.failure }
                 }
             }
-        } catch let error as ValidationError {
-            throw error
-        } catch let error as ExitCode {
-            throw error
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 
@@ -158,14 +152,10 @@ struct XignInActivate: AsyncParsableCommand {
     var code: String
 
     func run() async throws {
-        do {
+        try await CommandSupport.reportingFailures {
             guard let pin = Terminal.askSecret("Activation PIN: ") else { throw ExitCode.failure }
             let entity = try await options.registry().activate(url: try options.url(), code: code, pin: pin)
             print("Activated \"\(entity.alias)\" at \(entity.managerURL).")
-        } catch let error as ExitCode {
-            throw error
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 }
@@ -179,12 +169,10 @@ struct XignInList: AsyncParsableCommand {
     @OptionGroup var options: XignInOptions
 
     func run() async throws {
-        do {
+        try await CommandSupport.reportingFailures {
             for entity in try await options.registry().identityManagers() {
                 print("\(entity.alias)\t\(entity.managerURL)\t\(entity.activationID)")
             }
-        } catch {
-            throw CommandSupport.fail(error)
         }
     }
 }
