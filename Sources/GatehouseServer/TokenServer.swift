@@ -90,6 +90,25 @@ public final class TokenServer: Sendable {
         self.init(plan: plan, store: store)
     }
 
+    /// A server for `manifest`'s plugins and `server` section, with its state in `storage`, the
+    /// database its extensions' stores share (open it with their migration groups first). The
+    /// server does not close `storage`: shut it down after ``shutdown()``.
+    public convenience init(
+        manifest: Manifest,
+        registry: PluginRegistry,
+        storage: ServerStorage,
+        environment: PluginEnvironment,
+        extensions: [any ServerExtension] = [],
+        pushTransports: [PushPlatform: any PushTransport] = [:],
+        metrics: (any MetricsFactory)? = nil
+    ) async throws {
+        let plan = try ServerPlan(manifest, registry, environment, extensions, pushTransports, metrics)
+        self.init(
+            plan: plan,
+            store: try await ServerStore.open(on: storage, settings: plan.storeSettings, ownsEngine: false)
+        )
+    }
+
     /// Checks `manifest` as a server would load it — every plugin's server and client halves built,
     /// the `server` section read and cross-checked — without opening any state. Throws the first
     /// problem, as a start would.
@@ -98,8 +117,11 @@ public final class TokenServer: Sendable {
         _ = try registry.load(manifest, environment: environment, sides: .client)
     }
 
-    /// Closes the database connections (PostgreSQL); the server answers nothing after.
-    public func shutdown() async { await store.engine.shutdown() }
+    /// Closes the database connections (PostgreSQL) it opened itself (not a ``ServerStorage`` it
+    /// was given); the server answers nothing after.
+    public func shutdown() async {
+        if store.ownsEngine { await store.engine.shutdown() }
+    }
 
     private init(plan: ServerPlan, store: ServerStore) {
         let environment = plan.environment

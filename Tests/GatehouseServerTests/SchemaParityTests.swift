@@ -35,12 +35,12 @@ private func kind(_ declared: String) -> String {
 @Suite("The two databases' schemas")
 struct SchemaParityTests {
     /// Every table, column, index and foreign key the SQLite migrations make.
-    private func sqliteSchema() throws -> [String: TableShape] {
+    private func sqliteSchema(_ groups: [MigrationGroup]) throws -> [String: TableShape] {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-schema-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let queue = try DatabaseQueue(path: directory.appendingPathComponent("schema.sqlite").path)
-        try SQLiteEngine.migrator.migrate(queue)
+        try SQLiteEngine.migrator(ServerSchema.migrations(with: groups)).migrate(queue)
         return try queue.read { db in
             var tables: [String: TableShape] = [:]
             let names = try String.fetchAll(
@@ -102,12 +102,13 @@ struct SchemaParityTests {
 
     /// The same, from PostgreSQL's catalogue after the PostgreSQL migrations ran in a schema of
     /// their own.
-    private func postgresSchema() async throws -> [String: TableShape] {
+    private func postgresSchema(_ groups: [MigrationGroup]) async throws -> [String: TableShape] {
         let cluster = try PostgresTestCluster.shared()
         let schema = try cluster.makeSchema("parity")
         defer { try? cluster.dropSchema(schema) }
         let engine = try await PostgresEngine.open(
             PostgresLocation(url: cluster.url(schema: schema, pool: 1)),
+            migrations: ServerSchema.migrations(with: groups),
             logger: Logger(label: "schema-parity")
         )
         await engine.shutdown()
@@ -159,8 +160,8 @@ struct SchemaParityTests {
 
     @Test("SQLite and PostgreSQL have the same tables, columns, kinds, nullability, indexes and foreign keys")
     func sameSchema() async throws {
-        let sqlite = try sqliteSchema()
-        let postgres = try await postgresSchema()
+        let sqlite = try sqliteSchema([])
+        let postgres = try await postgresSchema([])
         #expect(sqlite.keys.sorted() == postgres.keys.sorted())
         // Both readers see what the migrations made (a reader that saw nothing would agree too).
         for shape in [sqlite, postgres] {

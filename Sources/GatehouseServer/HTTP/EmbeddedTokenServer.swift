@@ -47,6 +47,34 @@ public struct EmbeddedTokenServer: TokenServerTransport {
         )
     }
 
+    /// A server for `manifest` on `storage`, the database its extensions' stores share (opened
+    /// with their migration groups; the caller shuts it down after the server).
+    public init(
+        storage: ServerStorage,
+        manifest: Manifest,
+        registry: PluginRegistry,
+        environment: PluginEnvironment = PluginEnvironment(),
+        extensions: [any ServerExtension] = [],
+        pushTransports: [PushPlatform: any PushTransport] = [:],
+        metrics: (any MetricsFactory)? = nil
+    ) async throws {
+        server = try await TokenServer(
+            manifest: manifest,
+            registry: registry,
+            storage: storage,
+            environment: environment,
+            extensions: extensions,
+            pushTransports: pushTransports,
+            metrics: metrics
+        )
+        environment.logger.warning(
+            """
+            The embedded token server keeps its OPRF keys in the app's own data: whoever copies that data can \
+            guess PINs offline. Use a remote token server where that matters.
+            """
+        )
+    }
+
     /// An in-process transport to `server`, made elsewhere: for instance one on PostgreSQL, for
     /// tests that run every flow against it without a socket.
     public init(server: TokenServer) { self.server = server }

@@ -15,6 +15,9 @@ import Logging
 /// SHA-256 hashes.
 final class ServerStore: Sendable {
     let engine: any StorageEngine
+    /// Whether the store opened its engine itself, and so closes it (``TokenServer/shutdown()``);
+    /// a ``ServerStorage`` the integrator opened is theirs to close.
+    let ownsEngine: Bool
     /// Active access tokens' introspection answers, kept exact by the changes that end them.
     let activeTokens = ActiveTokenCache()
     let tokenLifetimes: TokenLifetimes
@@ -46,8 +49,15 @@ final class ServerStore: Sendable {
     /// The key of the DPoP nonces, the same on every instance.
     let dpopNonceSecret: Data
 
-    private init(engine: any StorageEngine, settings: Settings, refreshTokenKey: Data, dpopNonceSecret: Data) {
+    private init(
+        engine: any StorageEngine,
+        ownsEngine: Bool,
+        settings: Settings,
+        refreshTokenKey: Data,
+        dpopNonceSecret: Data
+    ) {
         self.engine = engine
+        self.ownsEngine = ownsEngine
         tokenLifetimes = settings.tokenLifetimes
         maxFailures = settings.maxFailures
         registrationValidity = settings.registrationValidity
@@ -69,29 +79,42 @@ final class ServerStore: Sendable {
         } catch {
             throw DatabaseFailure.sqlite(path, .opening, error)
         }
-        self.init(engine: engine, settings: settings, refreshTokenKey: refresh, dpopNonceSecret: nonce)
+        self.init(
+            engine: engine,
+            ownsEngine: true,
+            settings: settings,
+            refreshTokenKey: refresh,
+            dpopNonceSecret: nonce
+        )
     }
 
     /// A store in `database`, migrated to this version's schema.
     static func open(_ database: ServerDatabase, settings: Settings, logger: Logger) async throws -> ServerStore {
-        let engine: any StorageEngine
-        switch database {
-        case .sqlite(let path): return try ServerStore(sqlitePath: path, settings: settings)
-        case .postgres(let location):
-            do {
-                engine = try await PostgresEngine.open(location, logger: logger)
-            } catch {
-                throw DatabaseFailure(database: location.description, reason: PostgresSession.reason(error))
-            }
-        }
+        if case .sqlite(let path) = database { return try ServerStore(sqlitePath: path, settings: settings) }
+        let storage = try await ServerStorage.open(database, logger: logger)
         do {
-            let (refresh, nonce) = try await engine.write { db in
+            return try await open(on: storage, settings: settings, ownsEngine: true)
+        } catch {
+            await storage.shutdown()
+            throw error
+        }
+    }
+
+    /// A store on `storage`'s engine, which it closes only when `ownsEngine`.
+    static func open(on storage: ServerStorage, settings: Settings, ownsEngine: Bool) async throws -> ServerStore {
+        do {
+            let (refresh, nonce) = try await storage.engine.write { db in
                 (try Self.secret("refresh-token", db), try Self.secret("dpop-nonce", db))
             }
-            return ServerStore(engine: engine, settings: settings, refreshTokenKey: refresh, dpopNonceSecret: nonce)
+            return ServerStore(
+                engine: storage.engine,
+                ownsEngine: ownsEngine,
+                settings: settings,
+                refreshTokenKey: refresh,
+                dpopNonceSecret: nonce
+            )
         } catch {
-            await engine.shutdown()
-            throw DatabaseFailure(database: database.description, reason: PostgresSession.reason(error))
+            throw DatabaseFailure(database: storage.database.description, reason: PostgresSession.reason(error))
         }
     }
 

@@ -84,12 +84,16 @@ final class PostgresEngine: StorageEngine {
     }
 
     /// Connects, migrates the schema (once, whichever instance comes first) and starts listening.
-    static func open(_ location: PostgresLocation, logger: Logger) async throws -> PostgresEngine {
+    static func open(
+        _ location: PostgresLocation,
+        migrations: [SchemaMigration] = ServerSchema.migrations,
+        logger: Logger
+    ) async throws -> PostgresEngine {
         let engine = try PostgresEngine(location: location, logger: logger)
         do {
             // No deadline: an instance starting while another migrates waits for it.
             try await engine.onPool(timeout: nil) { connection, _ in
-                try PostgresMigrations.apply(on: connection.connection, logger: logger)
+                try PostgresMigrations.apply(on: connection.connection, migrations: migrations, logger: logger)
             }
             try await engine.startListening()
             engine.startHeartbeat()

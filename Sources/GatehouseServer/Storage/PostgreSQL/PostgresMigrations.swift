@@ -1,8 +1,8 @@
 import Logging
 import PostgresNIO
 
-/// Applies the server's schema (``ServerSchema``) on PostgreSQL, step for step under the same
-/// names as on SQLite.
+/// Applies the server's schema (``ServerSchema``) and its extensions' groups on PostgreSQL, step
+/// for step under the same names as on SQLite.
 ///
 /// Applied in one transaction under an advisory lock: instances starting together migrate once,
 /// and one that starts during an upgrade waits for it. An instance whose database has a
@@ -15,6 +15,7 @@ enum PostgresMigrations {
     /// Brings the database to this version's schema; on a pool thread (it waits for answers).
     static func apply(
         on connection: PostgresConnection,
+        migrations: [SchemaMigration] = ServerSchema.migrations,
         logger: Logger = Logger(label: "gatehouse.migrations")
     )
         throws
@@ -39,15 +40,12 @@ enum PostgresMigrations {
             for row in try run("SELECT identifier FROM gatehouse_migrations").rows {
                 applied.insert(try row.decode(String.self))
             }
-            let known = Set(ServerSchema.migrations.map(\.identifier))
-            if let unknown = applied.subtracting(known).sorted().first {
-                throw ServerDatabaseError(
-                    "The database has migration \(unknown), which this version does not know: a newer Gatehouse "
-                        + "migrated it. Run that version (or newer) instead."
-                )
+            if let unknown = ServerSchema.unknownStep(applied: applied, known: migrations) {
+                throw ServerSchema.newerVersion(unknown)
             }
-            for step in ServerSchema.migrations where !applied.contains(step.identifier) {
+            for step in migrations where !applied.contains(step.identifier) {
                 for statement in step.postgres { _ = try run(statement) }
+                // Identifiers are letters, digits, -, _ and / (``MigrationGroup``): no quote to escape.
                 _ = try run("INSERT INTO gatehouse_migrations (identifier) VALUES ('\(step.identifier)')")
                 logger.info("Migrated the database", metadata: ["migration": "\(step.identifier)"])
             }

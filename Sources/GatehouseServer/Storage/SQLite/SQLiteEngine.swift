@@ -15,7 +15,9 @@ final class SQLiteEngine: StorageEngine {
     private let checkpointer: WALCheckpointer
     private let subscribers = AnnouncementSubscribers()
 
-    init(path: String) throws {
+    /// The database at `path`, brought to `migrations` (the server's schema, then its
+    /// extensions' groups).
+    init(path: String, migrations: [SchemaMigration] = ServerSchema.migrations) throws {
         var configuration = Configuration()
         configuration.label = "gatehouse.server"
         configuration.busyMode = .timeout(10)
@@ -40,7 +42,12 @@ final class SQLiteEngine: StorageEngine {
             // A log that grew under a burst is cut back when it starts again.
             try db.execute(sql: "PRAGMA journal_size_limit = 33554432")
         }
-        try Self.migrator.migrate(pool)
+        let migrator = Self.migrator(migrations)
+        let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+        if let unknown = ServerSchema.unknownStep(applied: applied, known: migrations) {
+            throw ServerSchema.newerVersion(unknown)
+        }
+        try migrator.migrate(pool)
         let writer = GroupCommitWriter(pool: pool) { [subscribers] message in subscribers.hear(.message(message)) }
         self.writer = writer
         checkpointer = try WALCheckpointer(
@@ -75,10 +82,10 @@ final class SQLiteEngine: StorageEngine {
 
     func shutdown() async {}
 
-    /// The server's schema (``ServerSchema``) as GRDB migrations.
-    static var migrator: DatabaseMigrator {
+    /// The server's schema (``ServerSchema``), and its extensions' groups, as GRDB migrations.
+    static func migrator(_ migrations: [SchemaMigration] = ServerSchema.migrations) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        for migration in ServerSchema.migrations {
+        for migration in migrations {
             migrator.registerMigration(migration.identifier, migrate: migration.sqlite)
         }
         return migrator
