@@ -9,7 +9,7 @@ import FoundationNetworking
 ///
 /// Two-step providers call ``initialize(_:)`` first (its reply's data reaches the app, e.g. "type
 /// the code we sent you"), then ``complete(_:)``; one-step providers call only ``complete(_:)``.
-/// Reply statuses follow the seed server's ranges: 2000–2999 success (``complete`` must then name
+/// Reply statuses follow the seed server's ranges: 2000–2999 success (``complete(_:)`` must then name
 /// the user), 4000–4999 the user may try again, 5000–5999 the registration is over.
 public protocol CustomRegistrationAPI: Sendable {
     /// The first step of a two-step registration: starts it, and its reply's data reaches the app
