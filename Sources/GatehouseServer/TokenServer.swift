@@ -9,10 +9,11 @@ import Synchronization
 /// DPoP-bound tokens with rotation and reuse detection, revocation, deregistration and an
 /// example protected resource.
 ///
-/// It is transport-free: ``handle(_:)`` takes a ``WireRequest`` and returns a ``WireResponse``.
+/// It is transport-free: ``handle(_:)`` takes a `WireRequest` and returns a `WireResponse`.
 /// ``HTTPTokenServer`` serves it over HTTP; ``EmbeddedTokenServer`` calls it in-process. Both
 /// therefore validate, refuse and answer identically.
 public final class TokenServer: Sendable {
+    /// The manifest's `server` section as decoded, every missing setting at its default.
     public let configuration: ServerConfiguration
     let store: ServerStore
     let identityProviders: [HostedIdentityProvider]

@@ -12,9 +12,12 @@ import Logging
 ///   OPRF keys and the failure counter sit in the app's own data, beside the sealed key, so a copy
 ///   of that data can be tried against every PIN. It logs a warning saying so when it starts.
 public struct EmbeddedTokenServer: TokenServerTransport {
+    /// The token server the requests go to; run its sweeps and read its state through it.
     public let server: TokenServer
     /// The in-process server's URL in DPoP proofs, unless `server.publicURL` names another.
     public static let defaultURL = "http://gatehouse.embedded"
+    /// The server's public URL, which DPoP proofs name: ``defaultURL`` unless `server.publicURL`
+    /// in the manifest names another.
     public var baseURL: String { server.publicURL }
 
     /// A server for `manifest`, keeping its state in `directory` (created if missing).
