@@ -179,7 +179,6 @@ let package = Package(
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "BrowserIdentityProvider",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -346,7 +345,8 @@ let package = Package(
         .testTarget(
             name: "GatehouseLoginTests",
             dependencies: [
-                "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseTesting",
+                "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseTesting", "GatehouseServer",
+                "GatehousePostgresTestSupport", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -53,13 +53,19 @@ struct Demo: AsyncParsableCommand {
         var environment = CommandSupport.environment(logger: logger)
         // The hosted login, when the manifest has one, as `gatehouse serve` mounts it.
         var extensions: [any ServerExtension] = []
-        let database = directory.appendingPathComponent("server/server.sqlite").path
-        if let login = try CommandSupport.login(manifest, database: database, environment: environment) {
+        try PrivateFiles.createFolder(directory.appendingPathComponent("server"))
+        let storage = try await ServerStorage.open(
+            .sqlite(path: directory.appendingPathComponent("server/server.sqlite").path),
+            migrations: CommandSupport.migrations(for: manifest),
+            logger: logger
+        )
+        let login = try await CommandSupport.login(manifest, storage: storage, environment: environment)
+        if let login {
             extensions.append(login)
             environment.services[CommandSupport.loginService] = login
         }
-        let server = try EmbeddedTokenServer(
-            directory: directory.appendingPathComponent("server"),
+        let server = try await EmbeddedTokenServer(
+            storage: storage,
             manifest: manifest,
             registry: registry,
             environment: environment,

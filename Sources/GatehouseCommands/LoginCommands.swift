@@ -30,42 +30,40 @@ struct UserCommands: AsyncParsableCommand {
         @Option(
             help: """
                 The token server's database, as `serve` takes it (default: $GATEHOUSE_DATABASE, else \
-                $XDG_DATA_HOME/gatehouse/server.sqlite); the login keeps its users in login/ beside it.
+                $XDG_DATA_HOME/gatehouse/server.sqlite): a SQLite file or a postgres:// URL. The login keeps its \
+                users in it.
                 """
         )
         var database: String?
 
-        func login() throws -> LoginServer {
+        /// Runs `body` with the hosted login on the server's database (migrated as `serve` would),
+        /// and closes the database after.
+        func withLogin<T: Sendable>(_ body: (LoginServer) async throws -> T) async throws -> T {
             var environment = CommandSupport.environment(logger: CommandSupport.logger("gatehouse.login"))
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
-            guard
-                let login = try CommandSupport.login(
-                    try CommandSupport.manifest(manifest.serverManifest),
-                    database: try ServeSettings.sqliteDatabase(
-                        EnvironmentSettings().resolve(database, "database"),
-                        for: "the hosted login"
-                    ),
-                    environment: environment
-                )
-            else {
+            let loaded = try CommandSupport.manifest(manifest.serverManifest)
+            guard loaded.sections["login"] != nil else {
                 throw ManifestError(
                     source: manifest.serverManifest,
                     problem: "it has no login section, so there is no hosted login to add users to"
                 )
             }
-            return login
-        }
-
-        /// `error`, met using the login's user directory, as a sentence naming its file.
-        func explained(_ error: any Error) -> any Error {
-            guard
-                let database = try? ServeSettings.sqliteDatabase(
-                    EnvironmentSettings().resolve(database, "database"),
-                    for: "the hosted login"
-                )
-            else { return error }
-            let folder = URL(fileURLWithPath: database).deletingLastPathComponent()
-            return DatabaseFailure.sqlite(folder.appendingPathComponent("login/login.sqlite").path, .using, error)
+            let database = try ServeSettings.database(EnvironmentSettings().resolve(self.database, "database"))
+            let storage = try await ServerStorage.open(
+                database,
+                migrations: CommandSupport.migrations(for: loaded),
+                logger: environment.logger
+            )
+            do {
+                guard let login = try await CommandSupport.login(loaded, storage: storage, environment: environment)
+                else { throw ValidationError("The manifest has no login section.") }
+                let result = try await body(login)
+                await storage.shutdown()
+                return result
+            } catch {
+                await storage.shutdown()
+                throw error
+            }
         }
     }
 
@@ -81,16 +79,17 @@ struct UserCommands: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let login = try options.login()
-                guard let password = Terminal.askSecret("Password for \(username) (8 or more characters): "),
-                    Terminal.askSecret("The same password again: ") == password
-                else { throw ValidationError("The passwords differ.") }
-                try await login.addUser(username, password: password)
+                try await options.withLogin { login in
+                    guard let password = Terminal.askSecret("Password for \(username) (8 or more characters): "),
+                        Terminal.askSecret("The same password again: ") == password
+                    else { throw ValidationError("The passwords differ.") }
+                    try await login.addUser(username, password: password)
+                }
                 CommandSupport.output("Added \(LoginStore.normalized(username)).")
             } catch let error as ValidationError {
                 throw error
             } catch {
-                throw CommandSupport.fail(options.explained(error))
+                throw CommandSupport.fail(error)
             }
         }
     }
@@ -102,11 +101,11 @@ struct UserCommands: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                for name in try await options.login().usernames() { CommandSupport.output(name) }
+                for name in try await options.withLogin({ try await $0.usernames() }) { CommandSupport.output(name) }
             } catch let error as ValidationError {
                 throw error
             } catch {
-                throw CommandSupport.fail(options.explained(error))
+                throw CommandSupport.fail(error)
             }
         }
     }

@@ -106,18 +106,27 @@ struct Serve: AsyncParsableCommand {
         let servedURL = "http://\(shownHost):\(port)"
         let registry = PrometheusCollectorRegistry()
         let server: TokenServer
+        var storage: ServerStorage?
         var xignin: XignInManager?
         do {
             var environment = CommandSupport.environment(logger: logger)
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
             let loaded = try CommandSupport.manifest(settings.manifest, publicURL: servedURL)
+            // The database first, with the tables of the extensions the manifest mounts: they
+            // keep their state in it beside the server's, on SQLite or PostgreSQL alike.
+            let opened = try await ServerStorage.open(
+                settings.database,
+                migrations: CommandSupport.migrations(for: loaded),
+                logger: logger
+            )
+            storage = opened
             // The XignIn manager is mounted when the manifest has an `xignin` section; its state
             // and outbox sit beside the server's database.
             var extensions: [any ServerExtension] = []
             let beside = try Self.sqliteFolder(settings.database, for: loaded)
             // The hosted login is mounted when the manifest has a `login` section, and offered to
             // `idp.browser` as the service "gatehouse-login".
-            if let beside, let login = try CommandSupport.login(loaded, database: beside, environment: environment) {
+            if let login = try await CommandSupport.login(loaded, storage: opened, environment: environment) {
                 extensions.append(login)
                 environment.services[CommandSupport.loginService] = login
             }
@@ -132,17 +141,19 @@ struct Serve: AsyncParsableCommand {
             server = try await TokenServer(
                 manifest: loaded,
                 registry: try CommandSupport.registry,
-                database: settings.database,
+                storage: opened,
                 environment: environment,
                 extensions: extensions,
                 metrics: settings.metrics ? PrometheusMetricsFactory(registry: registry) : nil
             )
         } catch let error where error is ServerDatabaseError || error is DatabaseFailure {
+            await storage?.shutdown()
             // The database may come back: a failure worth a service manager's restart.
             created.remove()
             _ = CommandSupport.fail(error)
             throw ExitCode(ExitStatus.unavailable)
         } catch {
+            await storage?.shutdown()
             created.remove()
             // A manifest that cannot be used is a configuration error (EX_CONFIG), not worth a
             // service manager's restart.
@@ -219,9 +230,11 @@ struct Serve: AsyncParsableCommand {
         do {
             try await group.run()
             await server.shutdown()
+            await storage?.shutdown()
             withExtendedLifetime(lock) {}
         } catch {
             await server.shutdown()
+            await storage?.shutdown()
             guard !listening.happened else { throw error }
             // It never listened: nothing it created is worth keeping.
             created.remove()
@@ -240,14 +253,13 @@ struct Serve: AsyncParsableCommand {
         return port
     }
 
-    /// The SQLite file beside which the hosted login and XignIn keep their state; nil with
-    /// PostgreSQL, where a manifest that needs them is refused (their state is one instance's).
+    /// The SQLite file beside which XignIn keeps its state; nil with PostgreSQL, where a manifest
+    /// that needs it is refused (its state is one instance's).
     static func sqliteFolder(_ database: ServerDatabase, for manifest: Manifest) throws -> String? {
         switch database {
         case .sqlite(let path): return path
         case .postgres:
-            for (section, component) in [("login", "the hosted login"), ("xignin", "the XignIn manager")]
-            where manifest.sections[section] != nil {
+            for (section, component) in [("xignin", "the XignIn manager")] where manifest.sections[section] != nil {
                 throw ManifestError(
                     source: manifest.source,
                     path: section,
@@ -294,9 +306,7 @@ struct CreatedFiles {
         }
         let folder = URL(fileURLWithPath: database).deletingLastPathComponent()
         let candidates =
-            ["", "-wal", "-shm", ".lock"].map { database + $0 } + [
-                folder.appendingPathComponent("login").path, folder.appendingPathComponent("xignin").path,
-            ]
+            ["", "-wal", "-shm", ".lock"].map { database + $0 } + [folder.appendingPathComponent("xignin").path]
         paths = candidates.filter { !FileManager.default.fileExists(atPath: $0) }
     }
 

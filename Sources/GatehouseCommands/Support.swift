@@ -107,11 +107,30 @@ enum CommandSupport {
     /// The name under which the hosted login is offered to `idp.browser`.
     static let loginService = "gatehouse-login"
 
-    /// The hosted login of `manifest`'s `login` section, its state in `login/` beside `database`.
-    static func login(_ manifest: Manifest, database: String, environment: PluginEnvironment) throws -> LoginServer? {
+    /// The tables of the extensions `manifest` mounts, to open the server's storage with.
+    static func migrations(for manifest: Manifest) -> [MigrationGroup] {
+        manifest.sections["login"] != nil ? [LoginStore.migrations] : []
+    }
+
+    /// The hosted login of `manifest`'s `login` section, its state in the server's `storage`. On
+    /// SQLite, the users an earlier version kept in `login/login.sqlite` beside the database are
+    /// imported first, once (the file is then renamed `login.sqlite.imported`).
+    static func login(
+        _ manifest: Manifest,
+        storage: ServerStorage,
+        environment: PluginEnvironment
+    ) async throws -> LoginServer? {
         guard manifest.sections["login"] != nil else { return nil }
-        let directory = URL(fileURLWithPath: database).deletingLastPathComponent().appendingPathComponent("login")
-        return try LoginServer(manifest: manifest, directory: directory, environment: environment)
+        let login = try LoginServer(manifest: manifest, storage: storage, environment: environment)
+        if case .sqlite(let path) = storage.database {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("login")
+            do {
+                _ = try await login.importEarlierUsers(from: folder)
+            } catch {
+                throw DatabaseFailure.sqlite(folder.appendingPathComponent("login.sqlite").path, .opening, error)
+            }
+        }
+        return login
     }
 
     static func environment(logger: Logger) -> PluginEnvironment {

@@ -29,23 +29,18 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     /// Sign-in pages (stored authorization requests) per client address.
     let pageLimiter: RateLimiter
 
-    /// A login with `configuration`, its state in `directory/login.sqlite`; `publicURL` is where
-    /// browsers reach the server (its cookies are `Secure` when it is https).
+    /// A login with `configuration`, its state in the token server's `storage` (opened with
+    /// ``LoginStore/migrations``); `publicURL` is where browsers reach the server (its cookies are
+    /// `Secure` when it is https).
     public init(
         configuration: LoginConfiguration,
-        directory: URL,
+        storage: ServerStorage,
         environment: PluginEnvironment,
         publicURL: URL? = nil
     ) throws {
-        try PrivateFiles.createFolder(directory)
         self.configuration = configuration
         secureCookies = publicURL?.scheme == "https"
-        let path = directory.appendingPathComponent("login.sqlite").path
-        do {
-            store = try LoginStore(path: path)
-        } catch {
-            throw DatabaseFailure.sqlite(path, .opening, error)
-        }
+        store = try LoginStore(storage: storage)
         hasher = PasswordHasher(logN: configuration.passwordCost, blockSize: 8, parallelism: 1)
         clock = environment.clock
         cpuWork = environment.cpuWork
@@ -58,11 +53,11 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         )
     }
 
-    /// The manifest's `login` section, with `server.publicURL`.
-    public convenience init(manifest: Manifest, directory: URL, environment: PluginEnvironment) throws {
+    /// The manifest's `login` section, with `server.publicURL`, on the token server's `storage`.
+    public convenience init(manifest: Manifest, storage: ServerStorage, environment: PluginEnvironment) throws {
         try self.init(
             configuration: try manifest.section("login", as: LoginConfiguration.self),
-            directory: directory,
+            storage: storage,
             environment: environment,
             publicURL: try manifest.section("server", as: ServerConfiguration.self).publicURL
         )
@@ -86,7 +81,28 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         }
     }
 
+    /// The directory's usernames, sorted.
     public func usernames() async throws -> [String] { try await store.usernames() }
+
+    /// Imports once the users of `directory/login.sqlite`, where versions before the login moved
+    /// into the server's database kept them, then renames that file `login.sqlite.imported` (so
+    /// a later start imports nothing again, and the file stays for the operator to delete).
+    /// Returns how many users were added; nil when there was no such file.
+    public func importEarlierUsers(from directory: URL) async throws -> Int? {
+        let earlier = directory.appendingPathComponent("login.sqlite")
+        guard FileManager.default.fileExists(atPath: earlier.path) else { return nil }
+        let added = try await store.importUsers(fromEarlierFile: earlier.path)
+        for suffix in ["", "-wal", "-shm"] {
+            let file = earlier.path + suffix
+            guard FileManager.default.fileExists(atPath: file) else { continue }
+            try FileManager.default.moveItem(atPath: file, toPath: earlier.path + ".imported" + suffix)
+        }
+        logger.notice(
+            "Imported the hosted login's users from its earlier file",
+            metadata: ["file": "\(earlier.path)", "added": "\(added)"]
+        )
+        return added
+    }
 
     // MARK: - Codes
 

@@ -1,72 +1,80 @@
 import Crypto
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehouseProtocol
+public import GatehouseServer
 
-/// The hosted login's state in its own SQLite file: the user directory, authorizations waiting on
-/// the login page, and authorization codes. Secrets (CSRF tokens, codes) are kept only as SHA-256
-/// hashes, passwords only as scrypt hashes. Each change is one transaction.
+/// The hosted login's state, in the token server's database (``ServerStorage``): the user
+/// directory, authorizations waiting on the login page, and authorization codes. Secrets (CSRF
+/// tokens, codes) are kept only as SHA-256 hashes, passwords only as scrypt hashes. Each change is
+/// one transaction, exact when several instances share a PostgreSQL database at READ COMMITTED:
+/// what a change decides from a row, it decides in the statement that changes the row (a
+/// conditional UPDATE, an upsert, a DELETE … RETURNING), so two instances acting on one row at
+/// once are serialised by its lock and the second sees the first's outcome.
 public final class LoginStore: Sendable {
-    let pool: DatabasePool
+    let storage: ServerStorage
 
-    public init(path: String) throws {
-        var configuration = Configuration()
-        configuration.label = "gatehouse.login"
-        configuration.busyMode = .timeout(10)
-        try PrivateFiles.prepareDatabase(at: path)
-        pool = try DatabasePool(path: path, configuration: configuration)
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.create(table: "users") { table in
-                table.primaryKey("username", .text)
-                table.column("password_hash", .text).notNull()
-                // Attempts since the last success, counted before a password is checked.
-                table.column("failed_logins", .integer).notNull().defaults(to: 0)
-                table.column("locked_until", .double)
-                table.column("created_at", .double).notNull()
-            }
-            try db.create(table: "authorizations") { table in
-                table.primaryKey("id", .text)
-                table.column("client_id", .text).notNull()
-                table.column("redirect_uri", .text).notNull()
-                table.column("state", .text).notNull()
-                table.column("code_challenge", .text).notNull()
-                table.column("scope", .text).notNull()
-                table.column("csrf_hash", .blob).notNull()
-                // Set once the password was right, while the consent page waits.
-                table.column("subject", .text)
-                table.column("expires_at", .double).notNull().indexed()
-            }
-            try db.create(table: "codes") { table in
-                table.primaryKey("hash", .blob)
-                table.column("client_id", .text).notNull()
-                table.column("redirect_uri", .text).notNull()
-                table.column("code_challenge", .text).notNull()
-                table.column("subject", .text).notNull()
-                table.column("scope", .text).notNull()
-                table.column("expires_at", .double).notNull().indexed()
-                table.column("used_at", .double)
-            }
-        }
-        // Failed sign-ins are counted per username whether or not the user exists, so an
-        // unknown username locks exactly as a known one does and the lock tells nothing.
-        migrator.registerMigration("v2-attempts") { db in
-            try db.create(table: "attempts") { table in
-                table.primaryKey("username", .text)
-                table.column("failed_logins", .integer).notNull()
-                table.column("locked_until", .double)
-                table.column("updated_at", .double).notNull().indexed()
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO attempts (username, failed_logins, locked_until, updated_at)
-                    SELECT username, failed_logins, locked_until, created_at FROM users WHERE failed_logins > 0
+    /// The login's tables, to open the server's storage with.
+    public static let migrations = MigrationGroup(
+        "login",
+        steps: [
+            MigrationStep(
+                "v1",
+                sqlite: [
                     """
+                    CREATE TABLE login_users (username TEXT NOT NULL PRIMARY KEY, password_hash TEXT NOT NULL,
+                        created_at DOUBLE NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE login_authorizations (id TEXT NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
+                        redirect_uri TEXT NOT NULL, state TEXT NOT NULL, code_challenge TEXT NOT NULL,
+                        scope TEXT NOT NULL, csrf_hash BLOB NOT NULL, subject TEXT, expires_at DOUBLE NOT NULL)
+                    """,
+                    "CREATE INDEX login_authorizations_expires_at ON login_authorizations (expires_at)",
+                    """
+                    CREATE TABLE login_codes (hash BLOB NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
+                        redirect_uri TEXT NOT NULL, code_challenge TEXT NOT NULL, subject TEXT NOT NULL,
+                        scope TEXT NOT NULL, expires_at DOUBLE NOT NULL, used_at DOUBLE)
+                    """,
+                    "CREATE INDEX login_codes_expires_at ON login_codes (expires_at)",
+                    """
+                    CREATE TABLE login_attempts (username TEXT NOT NULL PRIMARY KEY, failed_logins INTEGER NOT NULL,
+                        locked_until DOUBLE, updated_at DOUBLE NOT NULL)
+                    """,
+                    "CREATE INDEX login_attempts_updated_at ON login_attempts (updated_at)",
+                ],
+                postgres: [
+                    """
+                    CREATE TABLE login_users (username TEXT NOT NULL PRIMARY KEY, password_hash TEXT NOT NULL,
+                        created_at DOUBLE PRECISION NOT NULL)
+                    """,
+                    """
+                    CREATE TABLE login_authorizations (id TEXT NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
+                        redirect_uri TEXT NOT NULL, state TEXT NOT NULL, code_challenge TEXT NOT NULL,
+                        scope TEXT NOT NULL, csrf_hash BYTEA NOT NULL, subject TEXT,
+                        expires_at DOUBLE PRECISION NOT NULL)
+                    """,
+                    "CREATE INDEX login_authorizations_expires_at ON login_authorizations (expires_at)",
+                    """
+                    CREATE TABLE login_codes (hash BYTEA NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
+                        redirect_uri TEXT NOT NULL, code_challenge TEXT NOT NULL, subject TEXT NOT NULL,
+                        scope TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION)
+                    """,
+                    "CREATE INDEX login_codes_expires_at ON login_codes (expires_at)",
+                    """
+                    CREATE TABLE login_attempts (username TEXT NOT NULL PRIMARY KEY, failed_logins BIGINT NOT NULL,
+                        locked_until DOUBLE PRECISION, updated_at DOUBLE PRECISION NOT NULL)
+                    """,
+                    "CREATE INDEX login_attempts_updated_at ON login_attempts (updated_at)",
+                ]
             )
-        }
-        try migrator.migrate(pool)
+        ]
+    )
+
+    /// The login's store on `storage`, which must have been opened with ``migrations``.
+    public init(storage: ServerStorage) throws {
+        try storage.requireMigrated(Self.migrations)
+        self.storage = storage
     }
 
     static func hash(_ secret: String) -> Data { Data(SHA256.hash(data: Data(secret.utf8))) }
@@ -88,20 +96,48 @@ public final class LoginStore: Sendable {
     public func addUser(_ username: String, passwordHash: String, now: Double) async throws {
         let name = Self.normalized(username)
         guard (1...254).contains(name.utf8.count), !name.utf8.contains(0) else { throw UserError.invalidUsername }
-        try await pool.write { db in
+        try await storage.write { db in
             do {
                 try db.execute(
-                    sql: "INSERT INTO users (username, password_hash, created_at) VALUES (?, ?, ?)",
+                    sql: "INSERT INTO login_users (username, password_hash, created_at) VALUES (?, ?, ?)",
                     arguments: [name, passwordHash, now]
                 )
-            } catch DatabaseError.SQLITE_CONSTRAINT_PRIMARYKEY {
+            } catch is UniqueConstraintViolation {
                 throw UserError.exists
             }
         }
     }
 
+    /// The directory's usernames, sorted.
     public func usernames() async throws -> [String] {
-        try await pool.read { db in try String.fetchAll(db, sql: "SELECT username FROM users ORDER BY username") }
+        try await storage.read { db in
+            try String.fetchAll(db, sql: "SELECT username FROM login_users ORDER BY username")
+        }
+    }
+
+    /// Adds the users of the login's own SQLite file from before it moved into the server's
+    /// database (their password hashes as they were); a user already there is kept as it is.
+    /// Returns how many were added.
+    public func importUsers(fromEarlierFile path: String) async throws -> Int {
+        let users = try ServerStorage.readEarlierSQLiteFile(at: path) { db in
+            try SQLRow.fetchAll(db, sql: "SELECT username, password_hash, created_at FROM users")
+        }
+        return try await storage.write { db in
+            var added = 0
+            for user in users {
+                try db.execute(
+                    sql: """
+                        INSERT INTO login_users (username, password_hash, created_at) VALUES (?, ?, ?)
+                        ON CONFLICT (username) DO NOTHING
+                        """,
+                    arguments: [
+                        user["username"] as String, user["password_hash"] as String, user["created_at"] as Double,
+                    ]
+                )
+                added += db.changesCount
+            }
+            return added
+        }
     }
 
     // MARK: - Authorizations (the login page)
@@ -131,12 +167,12 @@ public final class LoginStore: Sendable {
     ) async throws -> (id: String, csrf: String) {
         let id = Data.random(count: 18).base64URLEncodedString
         let csrf = Data.random(count: 24).base64URLEncodedString
-        try await pool.write { db in
-            try db.execute(sql: "DELETE FROM authorizations WHERE expires_at < ?", arguments: [now])
+        try await storage.write { db in
+            try db.execute(sql: "DELETE FROM login_authorizations WHERE expires_at < ?", arguments: [now])
             try db.execute(
                 sql: """
-                    INSERT INTO authorizations (id, client_id, redirect_uri, state, code_challenge, scope, csrf_hash,
-                        expires_at)
+                    INSERT INTO login_authorizations (id, client_id, redirect_uri, state, code_challenge, scope,
+                        csrf_hash, expires_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
@@ -151,25 +187,24 @@ public final class LoginStore: Sendable {
     /// The waiting authorization `id`, if `csrf` is its token and it has not expired.
     public func authorization(_ id: String, csrf: String, now: Double) async throws -> (AuthorizationRequest, String?)?
     {
-        try await pool.read { db in
-            guard
-                let row = try Row.fetchOne(
-                    db,
-                    sql: "SELECT * FROM authorizations WHERE id = ? AND expires_at > ?",
-                    arguments: [id, now]
-                ), ConstantTime.equals(Self.hash(csrf), row["csrf_hash"] as Data)
-            else { return nil }
-            return (
-                AuthorizationRequest(
-                    clientID: row["client_id"],
-                    redirectURI: row["redirect_uri"],
-                    state: row["state"],
-                    codeChallenge: row["code_challenge"],
-                    scope: row["scope"]
-                ),
-                row["subject"]
+        let row = try await storage.read { db in
+            try SQLRow.fetchOne(
+                db,
+                sql: "SELECT * FROM login_authorizations WHERE id = ? AND expires_at > ?",
+                arguments: [id, now]
             )
         }
+        guard let row, ConstantTime.equals(Self.hash(csrf), row["csrf_hash"] as Data) else { return nil }
+        return (
+            AuthorizationRequest(
+                clientID: row["client_id"],
+                redirectURI: row["redirect_uri"],
+                state: row["state"],
+                codeChallenge: row["code_challenge"],
+                scope: row["scope"]
+            ),
+            row["subject"]
+        )
     }
 
     // MARK: - Passwords, counted before they are checked
@@ -183,7 +218,7 @@ public final class LoginStore: Sendable {
     }
 
     /// Counts an attempt for `username` before its password is checked, so concurrent guesses
-    /// can never exceed the limit; at the limit the account locks.
+    /// can never exceed the limit, whichever instances they reach; at the limit the account locks.
     public func beginLogin(
         _ username: String,
         maxFailures: Int,
@@ -191,25 +226,40 @@ public final class LoginStore: Sendable {
         now: Double
     ) async throws -> LoginAttempt {
         let name = Self.normalized(username)
-        return try await pool.write { db in
+        return try await storage.write { db in
             // Counts nobody added to in a day are forgotten; a lock lasts at most a day.
-            try db.execute(sql: "DELETE FROM attempts WHERE updated_at < ?", arguments: [now - 86400])
-            let attempts = try Row.fetchOne(db, sql: "SELECT * FROM attempts WHERE username = ?", arguments: [name])
-            if let until = attempts?["locked_until"] as Double?, until > now { return .locked(until: until) }
-            // A lock that ran out starts the count again.
-            let counted = (attempts?["locked_until"] as Double?) != nil ? 1 : (attempts?["failed_logins"] ?? 0) + 1
-            try db.execute(
+            try db.execute(sql: "DELETE FROM login_attempts WHERE updated_at < ?", arguments: [now - 86400])
+            // One statement counts and locks: on PostgreSQL a second attempt at the same username
+            // waits for the first one's row and counts on from its outcome. A lock that ran out
+            // starts the count again; a lock still running is left as it is (no row answered).
+            let counted = try SQLRow.fetchOne(
+                db,
                 sql: """
-                    INSERT INTO attempts (username, failed_logins, locked_until, updated_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(username) DO UPDATE SET failed_logins = excluded.failed_logins,
-                        locked_until = excluded.locked_until, updated_at = excluded.updated_at
+                    INSERT INTO login_attempts (username, failed_logins, locked_until, updated_at)
+                    VALUES (?, 1, CASE WHEN 1 >= ? THEN ? END, ?)
+                    ON CONFLICT (username) DO UPDATE SET
+                        failed_logins = CASE WHEN login_attempts.locked_until IS NULL
+                            THEN login_attempts.failed_logins + 1 ELSE 1 END,
+                        locked_until = CASE WHEN (CASE WHEN login_attempts.locked_until IS NULL
+                            THEN login_attempts.failed_logins + 1 ELSE 1 END) >= ? THEN ? END,
+                        updated_at = excluded.updated_at
+                    WHERE login_attempts.locked_until IS NULL OR login_attempts.locked_until <= ?
+                    RETURNING failed_logins
                     """,
-                arguments: [name, counted, counted >= maxFailures ? now + lockout : nil, now]
+                arguments: [name, maxFailures, now + lockout, now, maxFailures, now + lockout, now]
             )
+            guard counted != nil else {
+                let until = try Double.fetchOne(
+                    db,
+                    sql: "SELECT locked_until FROM login_attempts WHERE username = ?",
+                    arguments: [name]
+                )
+                return .locked(until: until ?? now)
+            }
             guard
                 let hash = try String.fetchOne(
                     db,
-                    sql: "SELECT password_hash FROM users WHERE username = ?",
+                    sql: "SELECT password_hash FROM login_users WHERE username = ?",
                     arguments: [name]
                 )
             else { return .unknownUser }
@@ -219,9 +269,9 @@ public final class LoginStore: Sendable {
 
     /// The password was right: the count starts again and the lock (if this attempt set it) goes.
     public func loginSucceeded(_ username: String) async throws {
-        try await pool.write { db in
+        try await storage.write { db in
             try db.execute(
-                sql: "DELETE FROM attempts WHERE username = ?",
+                sql: "DELETE FROM login_attempts WHERE username = ?",
                 arguments: [Self.normalized(username)]
             )
         }
@@ -229,33 +279,42 @@ public final class LoginStore: Sendable {
 
     /// Records the user on a waiting authorization (the consent page comes next).
     public func authenticated(_ id: String, subject: String) async throws {
-        try await pool.write { db in
-            try db.execute(sql: "UPDATE authorizations SET subject = ? WHERE id = ?", arguments: [subject, id])
+        try await storage.write { db in
+            try db.execute(sql: "UPDATE login_authorizations SET subject = ? WHERE id = ?", arguments: [subject, id])
         }
     }
 
     /// Forgets a waiting authorization (the user denied it).
     public func cancelAuthorization(_ id: String) async throws {
-        try await pool.write { db in try db.execute(sql: "DELETE FROM authorizations WHERE id = ?", arguments: [id]) }
+        try await storage.write { db in
+            try db.execute(sql: "DELETE FROM login_authorizations WHERE id = ?", arguments: [id])
+        }
     }
 
     // MARK: - Codes
 
     /// Ends the waiting authorization `id` with a single-use code for `subject`; returns the code.
+    /// Only one of two requests ending the same authorization at once gets a code.
     public func issueCode(authorization id: String, subject: String, expiresAt: Double) async throws -> String? {
         let code = Data.random(count: 32).base64URLEncodedString
-        let issued: Bool = try await pool.write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM authorizations WHERE id = ?", arguments: [id])
+        let issued: Bool = try await storage.write { db in
+            // Taken in the statement that removes it: a second request finds it gone.
+            guard
+                let row = try SQLRow.fetchOne(
+                    db,
+                    sql: "DELETE FROM login_authorizations WHERE id = ? RETURNING client_id, redirect_uri, "
+                        + "code_challenge, scope",
+                    arguments: [id]
+                )
             else { return false }
-            try db.execute(sql: "DELETE FROM authorizations WHERE id = ?", arguments: [id])
             try db.execute(
                 sql: """
-                    INSERT INTO codes (hash, client_id, redirect_uri, code_challenge, subject, scope, expires_at)
+                    INSERT INTO login_codes (hash, client_id, redirect_uri, code_challenge, subject, scope, expires_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    Self.hash(code), row["client_id"], row["redirect_uri"], row["code_challenge"], subject,
-                    row["scope"], expiresAt,
+                    Self.hash(code), row["client_id"] as String, row["redirect_uri"] as String,
+                    row["code_challenge"] as String, subject, row["scope"] as String, expiresAt,
                 ]
             )
             return true
@@ -275,7 +334,8 @@ public final class LoginStore: Sendable {
     }
 
     /// Redeems `code` once: for the client and redirect it was issued to, with the PKCE verifier
-    /// of its challenge, before it expires. Returns the user and the scope.
+    /// of its challenge, before it expires. Returns the user and the scope. Of two redemptions at
+    /// once, on any instances, one spends the code and the other is a replay.
     public func redeem(
         _ code: String,
         clientID: String,
@@ -283,17 +343,32 @@ public final class LoginStore: Sendable {
         verifier: String,
         now: Double
     ) async throws -> (subject: String, scope: String) {
-        let result: Result<(String, String), RedemptionError> = try await pool.write { db in
-            try db.execute(sql: "DELETE FROM codes WHERE expires_at < ?", arguments: [now - 86400])
+        let result: Result<(String, String), RedemptionError> = try await storage.write { db in
+            try db.execute(sql: "DELETE FROM login_codes WHERE expires_at < ?", arguments: [now - 86400])
+            // Spent by this attempt whatever its outcome: a code gets one try. Spent in the
+            // statement that checks it is unspent, so only one redemption can.
             guard
-                let row = try Row.fetchOne(db, sql: "SELECT * FROM codes WHERE hash = ?", arguments: [Self.hash(code)])
-            else { return .failure(.unknown) }
-            if row["used_at"] as Double? != nil { return .failure(.replayed(subject: row["subject"])) }
-            // Spent by this attempt whatever its outcome: a code gets one try.
-            try db.execute(sql: "UPDATE codes SET used_at = ? WHERE hash = ?", arguments: [now, Self.hash(code)])
+                let row = try SQLRow.fetchOne(
+                    db,
+                    sql: """
+                        UPDATE login_codes SET used_at = ? WHERE hash = ? AND used_at IS NULL
+                        RETURNING client_id, redirect_uri, code_challenge, subject, scope, expires_at
+                        """,
+                    arguments: [now, Self.hash(code)]
+                )
+            else {
+                guard
+                    let subject = try String.fetchOne(
+                        db,
+                        sql: "SELECT subject FROM login_codes WHERE hash = ?",
+                        arguments: [Self.hash(code)]
+                    )
+                else { return .failure(.unknown) }
+                return .failure(.replayed(subject: subject))
+            }
             guard (row["expires_at"] as Double) > now else { return .failure(.expired) }
-            guard row["client_id"] == clientID else { return .failure(.wrongClient) }
-            guard row["redirect_uri"] == redirectURI else { return .failure(.wrongRedirect) }
+            guard row["client_id"] as String == clientID else { return .failure(.wrongClient) }
+            guard row["redirect_uri"] as String == redirectURI else { return .failure(.wrongRedirect) }
             guard PKCE.verify(verifier, against: row["code_challenge"]) else { return .failure(.wrongVerifier) }
             return .success((row["subject"], row["scope"]))
         }

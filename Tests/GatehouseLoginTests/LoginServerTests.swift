@@ -7,10 +7,6 @@ import Testing
 
 /// A login with two clients (one asks for consent) and the user ann@example.com.
 private func withLogin(publicURL: URL? = nil, _ body: (LoginServer) async throws -> Void) async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "gatehouse-login-\(UUID().uuidString)"
-    )
-    defer { try? FileManager.default.removeItem(at: directory) }
     let configuration = try ConfigurationDecoder().decode(
         LoginConfiguration.self,
         from: .object([
@@ -27,14 +23,16 @@ private func withLogin(publicURL: URL? = nil, _ body: (LoginServer) async throws
             "maxFailedLogins": .integer(3), "passwordCost": .integer(14),
         ])
     )
-    let login = try LoginServer(
-        configuration: configuration,
-        directory: directory,
-        environment: PluginEnvironment(),
-        publicURL: publicURL
-    )
-    try await login.addUser("ann@example.com", password: "correct horse")
-    try await body(login)
+    try await withLoginStorage { storage in
+        let login = try LoginServer(
+            configuration: configuration,
+            storage: storage,
+            environment: PluginEnvironment(),
+            publicURL: publicURL
+        )
+        try await login.addUser("ann@example.com", password: "correct horse")
+        try await body(login)
+    }
 }
 
 /// A browser's view of one sign-in: the authorization request, the page's form fields, its cookie.

@@ -3,14 +3,9 @@ import GatehouseLogin
 import GatehouseProtocol
 import Testing
 
-/// A store in a temporary file, removed afterwards.
+/// A store on the server's storage (SQLite, or PostgreSQL with `GATEHOUSE_TEST_DATABASE=postgres`).
 private func withStore(_ body: (LoginStore) async throws -> Void) async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "gatehouse-login-\(UUID().uuidString)"
-    )
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    try await body(try LoginStore(path: directory.appendingPathComponent("login.sqlite").path))
+    try await withLoginStorage { storage in try await body(try LoginStore(storage: storage)) }
 }
 
 /// Cheap enough for tests; the standard cost is 2^15.

@@ -53,16 +53,39 @@ private func withLoginServer(
         source: "browser.yaml",
         additionalSections: ["server", "login"]
     )
+    // The server's database, on the engine the suite runs on, with the login's tables in it.
+    try await withTestDatabase { database in
+        let storage = try await ServerStorage.open(
+            database,
+            migrations: [LoginStore.migrations],
+            logger: Logger(label: "test")
+        )
+        do {
+            try await serveLogin(mode, manifest, storage, directory: directory, port: port, base: base, body)
+        } catch {
+            await storage.shutdown()
+            throw error
+        }
+        await storage.shutdown()
+    }
+}
+
+/// The login on `storage`, offered to `idp.browser`, and the token server on the same storage.
+private func serveLogin(
+    _ mode: Mode,
+    _ manifest: Manifest,
+    _ storage: ServerStorage,
+    directory: URL,
+    port: Int,
+    base: String,
+    _ body: (UserClient, LoginServer, any TokenServerTransport, _ secondDevice: UserClient) async throws -> Void
+) async throws {
     var environment = PluginEnvironment()
-    let login = try LoginServer(
-        manifest: manifest,
-        directory: directory.appendingPathComponent("login"),
-        environment: environment
-    )
+    let login = try LoginServer(manifest: manifest, storage: storage, environment: environment)
     try await login.addUser("ann@example.com", password: "correct horse")
     environment.services["gatehouse-login"] = login
-    let embedded = try EmbeddedTokenServer(
-        directory: directory.appendingPathComponent("server"),
+    let embedded = try await EmbeddedTokenServer(
+        storage: storage,
         manifest: manifest,
         registry: try PluginRegistry.builtIn,
         environment: environment,
