@@ -10,10 +10,14 @@ import Logging
 /// apps), the login page against the user directory, the consent page, and redemption of the
 /// codes it issues (``redeem(code:clientID:redirectURI:verifier:)``) for the `idp.browser` plugin.
 public final class LoginServer: ServerExtension, BrowserLoginService {
+    /// The login's pages are under `/login/`.
     public var pathPrefix: String { "/login/" }
+    /// The OAuth authorization endpoint: GET shows the sign-in page, POST signs in.
     public static let authorizePath = "/login/authorize"
+    /// Where the consent page posts the user's choice.
     public static let consentPath = "/login/consent"
 
+    /// The manifest's `login` section.
     public let configuration: LoginConfiguration
     let store: LoginStore
     let hasher: PasswordHasher
@@ -130,6 +134,7 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
 
     // MARK: - Requests
 
+    /// Answers a request under `/login/` with a page or a redirect; never throws.
     public func handle(_ request: WireRequest) async -> WireResponse {
         let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
         do {

@@ -14,63 +14,6 @@ public import GatehouseServer
 public final class LoginStore: Sendable {
     let storage: ServerStorage
 
-    /// The login's tables, to open the server's storage with.
-    public static let migrations = MigrationGroup(
-        "login",
-        steps: [
-            MigrationStep(
-                "v1",
-                sqlite: [
-                    """
-                    CREATE TABLE login_users (username TEXT NOT NULL PRIMARY KEY, password_hash TEXT NOT NULL,
-                        created_at DOUBLE NOT NULL)
-                    """,
-                    """
-                    CREATE TABLE login_authorizations (id TEXT NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
-                        redirect_uri TEXT NOT NULL, state TEXT NOT NULL, code_challenge TEXT NOT NULL,
-                        scope TEXT NOT NULL, csrf_hash BLOB NOT NULL, subject TEXT, expires_at DOUBLE NOT NULL)
-                    """,
-                    "CREATE INDEX login_authorizations_expires_at ON login_authorizations (expires_at)",
-                    """
-                    CREATE TABLE login_codes (hash BLOB NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
-                        redirect_uri TEXT NOT NULL, code_challenge TEXT NOT NULL, subject TEXT NOT NULL,
-                        scope TEXT NOT NULL, expires_at DOUBLE NOT NULL, used_at DOUBLE)
-                    """,
-                    "CREATE INDEX login_codes_expires_at ON login_codes (expires_at)",
-                    """
-                    CREATE TABLE login_attempts (username TEXT NOT NULL PRIMARY KEY, failed_logins INTEGER NOT NULL,
-                        locked_until DOUBLE, updated_at DOUBLE NOT NULL)
-                    """,
-                    "CREATE INDEX login_attempts_updated_at ON login_attempts (updated_at)",
-                ],
-                postgres: [
-                    """
-                    CREATE TABLE login_users (username TEXT NOT NULL PRIMARY KEY, password_hash TEXT NOT NULL,
-                        created_at DOUBLE PRECISION NOT NULL)
-                    """,
-                    """
-                    CREATE TABLE login_authorizations (id TEXT NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
-                        redirect_uri TEXT NOT NULL, state TEXT NOT NULL, code_challenge TEXT NOT NULL,
-                        scope TEXT NOT NULL, csrf_hash BYTEA NOT NULL, subject TEXT,
-                        expires_at DOUBLE PRECISION NOT NULL)
-                    """,
-                    "CREATE INDEX login_authorizations_expires_at ON login_authorizations (expires_at)",
-                    """
-                    CREATE TABLE login_codes (hash BYTEA NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
-                        redirect_uri TEXT NOT NULL, code_challenge TEXT NOT NULL, subject TEXT NOT NULL,
-                        scope TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION)
-                    """,
-                    "CREATE INDEX login_codes_expires_at ON login_codes (expires_at)",
-                    """
-                    CREATE TABLE login_attempts (username TEXT NOT NULL PRIMARY KEY, failed_logins BIGINT NOT NULL,
-                        locked_until DOUBLE PRECISION, updated_at DOUBLE PRECISION NOT NULL)
-                    """,
-                    "CREATE INDEX login_attempts_updated_at ON login_attempts (updated_at)",
-                ]
-            )
-        ]
-    )
-
     /// The login's store on `storage`, which must have been opened with ``migrations``.
     public init(storage: ServerStorage) throws {
         try storage.requireMigrated(Self.migrations)
@@ -87,8 +30,12 @@ public final class LoginStore: Sendable {
         username.precomposedStringWithCanonicalMapping.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     }
 
+    /// Why a user was not added.
     public enum UserError: Error, Equatable, Sendable {
-        case exists, invalidUsername
+        /// The directory has the username already.
+        case exists
+        /// The normalized username is empty, over 254 bytes, or holds a NUL.
+        case invalidUsername
     }
 
     /// Adds a user with an already computed password hash (hashing is CPU work for the caller to
@@ -144,12 +91,18 @@ public final class LoginStore: Sendable {
 
     /// A validated authorization request, waiting for the user on the login page.
     public struct AuthorizationRequest: Sendable, Equatable {
+        /// The client (one of the login's configured clients).
         public var clientID: String
+        /// Where the browser goes back to, registered for the client.
         public var redirectURI: String
+        /// The client's `state`, sent back with the code.
         public var state: String
+        /// The PKCE S256 challenge the code's redeemer must answer.
         public var codeChallenge: String
+        /// The scopes asked for, space-separated.
         public var scope: String
 
+        /// A request with these fields, validated by the authorization endpoint.
         public init(clientID: String, redirectURI: String, state: String, codeChallenge: String, scope: String) {
             self.clientID = clientID
             self.redirectURI = redirectURI
@@ -209,9 +162,11 @@ public final class LoginStore: Sendable {
 
     // MARK: - Passwords, counted before they are checked
 
+    /// What a sign-in attempt may do next, its count already taken.
     public enum LoginAttempt: Sendable, Equatable {
         /// Check the password against this hash; the attempt is already counted.
         case check(passwordHash: String)
+        /// The username is locked until this time (seconds since 1970); nothing is checked.
         case locked(until: Double)
         /// No such user. Checked against a dummy hash all the same, so timing reveals nothing.
         case unknownUser
@@ -324,12 +279,17 @@ public final class LoginStore: Sendable {
 
     /// Why a code was not redeemed (all are OAuth `invalid_grant`).
     public enum RedemptionError: Error, Equatable, Sendable {
+        /// No such code was issued (or it was swept a day after it expired).
         case unknown
+        /// The code expired before it was redeemed.
         case expired
         /// Used before: whatever it issued must be revoked (RFC 9700 §4.5).
         case replayed(subject: String)
+        /// Another client redeemed it.
         case wrongClient
+        /// The redirect URI differs from the one the code was issued for.
         case wrongRedirect
+        /// The PKCE verifier does not answer the code's challenge.
         case wrongVerifier
     }
 
