@@ -52,7 +52,8 @@ func manifest(pinLength length: Int) throws -> Manifest {
 /// An app on a device, talking to a server whose policy asks for `length` digits.
 func app(in directory: URL, pinLength length: Int) throws -> UserClient {
     let manifest = try manifest(pinLength: length)
-    let environment = PluginEnvironment(logger: logger, services: ["codes": FixedCodeAPI()])
+    var environment = PluginEnvironment(logger: logger)
+    environment.services[CustomRegistrationAPIKey.self, named: "codes"] = FixedCodeAPI()
     let server = try EmbeddedTokenServer(
         directory: directory.appendingPathComponent("server"),
         manifest: manifest,

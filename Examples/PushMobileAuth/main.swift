@@ -81,7 +81,10 @@ let logger: Logger = {
         .flatMap(Logger.Level.init(rawValue:)) ?? .error
     return Logger.story(label: "push-mobile-auth", level: level)
 }()
-let environment = PluginEnvironment(logger: logger, services: ["codes": FixedCodeAPI()])
+let environment = PluginEnvironment(
+    logger: logger,
+    services: PluginServices().setting(CustomRegistrationAPIKey.self, named: "codes", to: FixedCodeAPI())
+)
 let pushes = InProcessPushTransport()
 let server = try EmbeddedTokenServer(
     directory: directory.appendingPathComponent("server"),

@@ -63,7 +63,8 @@ do {
     )
     // Log lines are not the story: errors only, as in the other examples.
     let logger = Logger.story(label: "xignin-example", level: .error)
-    let environment = PluginEnvironment(logger: logger, services: ["unused": NoRegistrationAPI()])
+    var environment = PluginEnvironment(logger: logger)
+    environment.services[CustomRegistrationAPIKey.self, named: "unused"] = NoRegistrationAPI()
     let manager = try XignInManager(
         manifest: manifest,
         directory: directory.appendingPathComponent("xignin"),

@@ -172,14 +172,10 @@ public enum BiometricAuthenticatorPlugin: AuthenticatorPlugin {
                 latency: .milliseconds(configuration.latencyMilliseconds)
             )
         }
-        guard let shared = context.services[name] as? SimulatedBiometricSensor else {
-            let known = context.services.filter { $0.value is SimulatedBiometricSensor }.keys.sorted()
-            throw ConfigurationError(
-                path: [.key("sensor")],
-                problem: "the host provides no simulated biometric sensor named \"\(name)\""
-                    + (known.isEmpty ? "" : "; it provides: \(known.joined(separator: ", "))")
-            )
-        }
-        return shared
+        return try context.services.require(
+            SimulatedBiometricSensorKey.self,
+            named: name,
+            forConfigurationKey: "sensor"
+        )
     }
 }

@@ -9,7 +9,7 @@ public import GatehouseKernel
 // the verifier, at the login that issued it.
 
 /// The login that issues and redeems the codes (the token server's hosted login, or another one
-/// the host adapts). The host provides it by name in the plugin environment's services.
+/// the host adapts). The host provides it under ``BrowserLoginServiceKey``, named for manifests to pick.
 public protocol BrowserLoginService: Sendable {
     /// The user a code was issued for; throws when the code is unknown, expired, used, or not for
     /// this client, redirect and verifier — a ``BrowserLoginReplay`` when it was used before.

@@ -182,14 +182,12 @@ public enum BrowserIdentityProviderPlugin: IdentityProviderPlugin {
 
     public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
     {
-        guard let name = configuration.login, let login = context.services[name] as? any BrowserLoginService else {
-            let known = context.services.filter { $0.value is any BrowserLoginService }.keys.sorted()
-            throw ConfigurationError(
-                path: [.key("login")],
-                problem: "the host provides no browser login named \"\(configuration.login ?? "")\""
-                    + (known.isEmpty ? "" : "; it provides: \(known.joined(separator: ", "))")
-            )
-        }
+        // The server half cannot work without a login: no `login` is reported as a missing one.
+        let login = try context.services.require(
+            BrowserLoginServiceKey.self,
+            named: configuration.login ?? "",
+            forConfigurationKey: "login"
+        )
         return BrowserIdentityProviderHost(
             descriptor: context.descriptor,
             authorizationURL: configuration.authorizationURL,

@@ -199,7 +199,7 @@ public struct CustomAPIIdentityProviderHost: IdentityProviderHost {
 /// `idp.customAPI`: registration through the integrator's own API, one or two steps.
 ///
 /// Configuration: `twoStep` (default false); exactly one of `handler` (the name of a
-/// ``CustomRegistrationAPI`` the host provides in its plugin environment's services) or `url`
+/// ``CustomRegistrationAPI`` the host provides under ``CustomRegistrationAPIKey``) or `url`
 /// (an HTTP endpoint, see ``HTTPCustomRegistrationAPI``); `maxAttempts` (default 3, 1–10): how
 /// many times a retryable refusal of the finish step is asked again.
 public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
@@ -253,14 +253,11 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
         let api: any CustomRegistrationAPI
         if let url = configuration.url {
             api = HTTPCustomRegistrationAPI(url: url)
-        } else if let name = configuration.handler, let handler = context.services[name] as? any CustomRegistrationAPI {
-            api = handler
         } else {
-            let known = context.services.filter { $0.value is any CustomRegistrationAPI }.keys.sorted()
-            throw ConfigurationError(
-                path: [.key("handler")],
-                problem: "the host provides no custom registration API named \"\(configuration.handler ?? "")\""
-                    + (known.isEmpty ? "" : "; it provides: \(known.joined(separator: ", "))")
+            api = try context.services.require(
+                CustomRegistrationAPIKey.self,
+                named: configuration.handler ?? "",
+                forConfigurationKey: "handler"
             )
         }
         return CustomAPIIdentityProviderHost(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BiometricAuthenticator
+import BrowserIdentityProvider
 import Foundation
 import GatehouseClient
 import GatehouseKernel
@@ -62,7 +63,7 @@ struct Demo: AsyncParsableCommand {
         let login = try await CommandSupport.login(manifest, storage: storage, environment: environment)
         if let login {
             extensions.append(login)
-            environment.services[CommandSupport.loginService] = login
+            environment.services[BrowserLoginServiceKey.self, named: CommandSupport.loginService] = login
         }
         let server = try await EmbeddedTokenServer(
             storage: storage,
@@ -82,7 +83,7 @@ struct Demo: AsyncParsableCommand {
         )
         print("Gatehouse demo: an embedded token server and a device, state in \(directory.path)")
         var browser: HeadlessLoginBrowser?
-        if let login = environment.services[CommandSupport.loginService] as? LoginServer {
+        if let login {
             // The hosted login's demo user, signed in by a browser without a screen.
             try await login.addUser("jane@example.com", password: "demo password")
             browser = HeadlessLoginBrowser(transport: server, username: "jane@example.com", password: "demo password")

@@ -13,9 +13,10 @@ public enum GatehouseCommandLine {
     /// What the commands build plugins from: the registry, and services manifests may name.
     public struct Context: Sendable {
         public var registry: PluginRegistry
-        public var services: [String: any Sendable]
+        /// Services for manifests to name, under their typed keys; laid over the built-in ones.
+        public var services: PluginServices
 
-        public init(registry: PluginRegistry, services: [String: any Sendable] = [:]) {
+        public init(registry: PluginRegistry, services: PluginServices = PluginServices()) {
             self.registry = registry
             self.services = services
         }
@@ -29,7 +30,7 @@ public enum GatehouseCommandLine {
 
     /// Parses the process's arguments and runs the command with `registry`'s plugins. `services`
     /// are added to the built-in ones (the demo's registration API) for manifests to name.
-    public static func main(registry: PluginRegistry, services: [String: any Sendable] = [:]) async {
+    public static func main(registry: PluginRegistry, services: PluginServices = PluginServices()) async {
         await $context.withValue(Context(registry: registry, services: services)) {
             await run(CommandLine.arguments.dropFirst())
         }

@@ -156,7 +156,7 @@ enum ManifestCheck {
         // The hosted login's service is offered by `serve` when the manifest has a login section.
         if manifest.sections["login"] != nil {
             _ = try manifest.section("login", as: LoginConfiguration.self)
-            environment.services[CommandSupport.loginService] = UncheckedLogin()
+            environment.services[BrowserLoginServiceKey.self, named: CommandSupport.loginService] = UncheckedLogin()
         }
         if manifest.sections["xignin"] != nil {
             _ = try manifest.section("xignin", as: XignInManagerConfiguration.self)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BrowserIdentityProvider
 import Foundation
 import GatehouseKernel
 import GatehouseLogin
@@ -128,7 +129,7 @@ struct Serve: AsyncParsableCommand {
             // `idp.browser` as the service "gatehouse-login".
             if let login = try await CommandSupport.login(loaded, storage: opened, environment: environment) {
                 extensions.append(login)
-                environment.services[CommandSupport.loginService] = login
+                environment.services[BrowserLoginServiceKey.self, named: CommandSupport.loginService] = login
             }
             if let beside, loaded.sections["xignin"] != nil {
                 let directory = URL(fileURLWithPath: beside).deletingLastPathComponent().appendingPathComponent(

@@ -58,14 +58,13 @@ struct DeviceOptions: ParsableArguments {
 }
 
 enum CommandSupport {
-    /// Services that manifests may name: the demo's in-process custom registration API, plus
-    /// the integrator's.
-    static var services: [String: any Sendable] {
-        var services: [String: any Sendable] = [
-            "one-time-code": OneTimeCodeRegistrationAPI(), "simulated-sensor": simulatedSensor,
-        ]
-        for (name, service) in GatehouseCommandLine.context?.services ?? [:] { services[name] = service }
-        return services
+    /// Services that manifests may name: the demo's in-process custom registration API and
+    /// simulated sensor, with the integrator's laid over them.
+    static var services: PluginServices {
+        PluginServices()
+            .setting(CustomRegistrationAPIKey.self, named: "one-time-code", to: OneTimeCodeRegistrationAPI())
+            .setting(SimulatedBiometricSensorKey.self, named: "simulated-sensor", to: simulatedSensor)
+            .merging(GatehouseCommandLine.context?.services ?? PluginServices())
     }
 
     /// The simulated biometric sensor manifests may name as `simulated-sensor`: it matches unless
@@ -104,7 +103,8 @@ enum CommandSupport {
         return try ManifestPlaceholders.resolve(loaded, served: publicURL, additionalSections: serverSections)
     }
 
-    /// The name under which the hosted login is offered to `idp.browser`.
+    /// The name under which the hosted login is offered to `idp.browser`, under
+    /// `BrowserLoginServiceKey`.
     static let loginService = "gatehouse-login"
 
     /// The tables of the extensions `manifest` mounts, to open the server's storage with.

@@ -36,12 +36,13 @@ public struct AuthenticatorConformance: Sendable {
     private let authenticate: [ScriptedAnswer]
     private let wrongAttempt: WrongAttempt
     private let fallback: [ScriptedAnswer]?
-    private let services: [String: any Sendable]
+    private let services: PluginServices
 
     /// - Parameters:
     ///   - plugin: the authenticator plugin under test.
     ///   - config: its manifest entry's configuration.
-    ///   - services: services the plugin's configuration names (a shared sensor, say).
+    ///   - services: services the plugin's configuration names (a shared sensor, say), under
+    ///     their typed keys.
     ///   - enrol: the app's answers that enrol the authenticator.
     ///   - authenticate: the app's answers to one right authentication.
     ///   - wrongAttempt: how to make one authentication fail as a wrong answer.
@@ -49,7 +50,7 @@ public struct AuthenticatorConformance: Sendable {
     public init<P: AuthenticatorPlugin>(
         _ plugin: P.Type,
         config: [String: ConfigValue] = [:],
-        services: [String: any Sendable] = [:],
+        services: PluginServices = PluginServices(),
         enrol: [ScriptedAnswer],
         authenticate: [ScriptedAnswer],
         wrongAttempt: WrongAttempt,

@@ -54,7 +54,7 @@ public struct IdentityProviderConformance: Sendable {
     public typealias Report = ConformanceReport
 
     private let load: @Sendable (PluginEnvironment) throws -> LoadedPlugins.LoadedIdentityProvider
-    private let services: [String: any Sendable]
+    private let services: PluginServices
     private let scopes: [String]
     private let register: Answers
     private let refused: Answers
@@ -62,7 +62,8 @@ public struct IdentityProviderConformance: Sendable {
     /// - Parameters:
     ///   - plugin: the identity provider plugin under test.
     ///   - config: its manifest entry's configuration.
-    ///   - services: services the plugin's configuration names (a login, a registration API);
+    ///   - services: services the plugin's configuration names (a login, a registration API),
+    ///     under their typed keys;
     ///     shared by every server half the suite builds, as a cluster shares its backends.
     ///   - scopes: the scopes the app asks for.
     ///   - register: the app's answers to one good registration.
@@ -71,7 +72,7 @@ public struct IdentityProviderConformance: Sendable {
     public init<P: IdentityProviderPlugin>(
         _ plugin: P.Type,
         config: [String: ConfigValue] = [:],
-        services: [String: any Sendable] = [:],
+        services: PluginServices = PluginServices(),
         scopes: [String] = ["openid", "profile"],
         register: Answers,
         refused: Answers

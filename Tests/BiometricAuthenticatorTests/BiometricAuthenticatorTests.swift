@@ -12,7 +12,7 @@ struct BiometricAuthenticatorTests {
         try await AuthenticatorConformance(
             BiometricAuthenticatorPlugin.self,
             config: ["sensor": "sensor"],
-            services: ["sensor": sensor],
+            services: PluginServices().setting(SimulatedBiometricSensorKey.self, named: "sensor", to: sensor),
             enrol: [],
             authenticate: [.biometric(.defaultPrompt)],
             wrongAttempt: .prepared({ _ in await sensor.enqueue(.noMatch) }, [.biometric(.defaultPrompt)]),
@@ -211,7 +211,14 @@ struct BiometricAuthenticatorTests {
 
     /// A host that provides the sensor named `shared`.
     private var hosting: PluginEnvironment {
-        PluginEnvironment(logger: RecordingLogger().logger, services: ["shared": SimulatedBiometricSensor()])
+        PluginEnvironment(
+            logger: RecordingLogger().logger,
+            services: PluginServices().setting(
+                SimulatedBiometricSensorKey.self,
+                named: "shared",
+                to: SimulatedBiometricSensor()
+            )
+        )
     }
 
     @Test("every documented option is accepted")
@@ -231,9 +238,12 @@ struct BiometricAuthenticatorTests {
 
     @Test("a sensor the host does not provide is refused at load, naming the sensors it does provide")
     func missingSensor() {
+        // `notASensor` is provided, but under another key of the same name: not a sensor.
         let environment = PluginEnvironment(
             logger: RecordingLogger().logger,
-            services: ["lab": SimulatedBiometricSensor(), "notASensor": "a string"]
+            services: PluginServices()
+                .setting(SimulatedBiometricSensorKey.self, named: "lab", to: SimulatedBiometricSensor())
+                .setting(LookalikeKey.self, named: "notASensor", to: "a string")
         )
         for (name, expected) in [
             ("missing", #"the host provides no simulated biometric sensor named "missing"; it provides: lab"#),
@@ -342,4 +352,11 @@ struct BiometricAuthenticatorTests {
         #expect(await sensor.prompts == (0..<5).map { "scan \($0)" })
         #expect(await sensor.isLockedOut == false)
     }
+}
+
+/// A service of another kind that shares the sensor key's name: the plugin must never take it for
+/// a sensor.
+private enum LookalikeKey: PluginServiceKey {
+    typealias Value = String
+    static let name = SimulatedBiometricSensorKey.name
 }

@@ -6,7 +6,8 @@ import Testing
 
 /// A harness around the plugin with a sensor the test scripts.
 func harness(_ sensor: SimulatedBiometricSensor, maximumFailures: Int = 0) throws -> AuthenticatorHarness {
-    let environment = PluginEnvironment(logger: RecordingLogger().logger, services: ["sensor": sensor])
+    var environment = PluginEnvironment(logger: RecordingLogger().logger)
+    environment.services[SimulatedBiometricSensorKey.self, named: "sensor"] = sensor
     return try AuthenticatorHarness(
         PluginHarness.authenticator(
             BiometricAuthenticatorPlugin.self,

@@ -71,7 +71,7 @@ private actor Browser: ChallengeResponder {
 
 private func harness(_ login: MemoryLogin) throws -> IdentityProviderHarness {
     var environment = PluginEnvironment.testing()
-    environment.services = ["login": login]
+    environment.services[BrowserLoginServiceKey.self, named: "login"] = login
     return try IdentityProviderHarness(
         PluginHarness.identityProvider(
             BrowserIdentityProviderPlugin.self,
@@ -313,7 +313,7 @@ struct BrowserIdentityProviderConformanceTests {
         let report = try await IdentityProviderConformance(
             BrowserIdentityProviderPlugin.self,
             config: ["authorizationURL": "https://login.example/login/authorize", "login": "login"],
-            services: ["login": login],
+            services: PluginServices().setting(BrowserLoginServiceKey.self, named: "login", to: login),
             register: .responder {
                 Browser { url, back in
                     guard let (code, state) = login.issue(for: url) else { return .cancel }

@@ -72,7 +72,7 @@ private struct Mailbox: ChallengeResponder {
 }
 
 private func harness(twoStep: Bool, api: CodeAPI, maxAttempts: Int = 3) throws -> IdentityProviderHarness {
-    let environment = PluginEnvironment.testing().with(services: ["codes": api])
+    let environment = PluginEnvironment.testing().with(codes: api)
     return try IdentityProviderHarness(
         PluginHarness.identityProvider(
             CustomAPIIdentityProviderPlugin.self,
@@ -83,9 +83,10 @@ private func harness(twoStep: Bool, api: CodeAPI, maxAttempts: Int = 3) throws -
 }
 
 extension PluginEnvironment {
-    fileprivate func with(services: [String: any Sendable]) -> PluginEnvironment {
+    /// This environment with `api` provided as the registration API named `codes`.
+    fileprivate func with(codes api: any CustomRegistrationAPI) -> PluginEnvironment {
         var copy = self
-        copy.services = services
+        copy.services[CustomRegistrationAPIKey.self, named: "codes"] = api
         return copy
     }
 }
@@ -98,7 +99,7 @@ struct CustomAPIIdentityProviderTests {
         let report = try await IdentityProviderConformance(
             CustomAPIIdentityProviderPlugin.self,
             config: ["twoStep": true, "handler": "codes"],
-            services: ["codes": api],
+            services: PluginServices().setting(CustomRegistrationAPIKey.self, named: "codes", to: api),
             register: .responder { Mailbox() },
             refused: .scripted { [.customRegistration(.data("mallory@example.org"))] }
         ).run()
@@ -112,7 +113,7 @@ struct CustomAPIIdentityProviderTests {
         let report = try await IdentityProviderConformance(
             CustomAPIIdentityProviderPlugin.self,
             config: ["handler": "codes"],
-            services: ["codes": api],
+            services: PluginServices().setting(CustomRegistrationAPIKey.self, named: "codes", to: api),
             register: .scripted { [.customRegistration(.data(api.send(to: "ann@example.com")))] },
             // A wrong code may be tried again, up to maxAttempts (3): the third ends the registration.
             refused: .scripted { Array(repeating: .customRegistration(.data("wrong")), count: 3) }
@@ -263,7 +264,7 @@ struct CustomAPIIdentityProviderTests {
 
     @Test("a handler the host does not provide is refused at load, naming the ones it does")
     func unknownHandler() throws {
-        let environment = PluginEnvironment.testing().with(services: ["codes": CodeAPI()])
+        let environment = PluginEnvironment.testing().with(codes: CodeAPI())
         do {
             _ = try PluginHarness.identityProvider(
                 CustomAPIIdentityProviderPlugin.self,

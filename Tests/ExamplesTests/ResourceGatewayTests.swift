@@ -196,7 +196,13 @@ func examplePlugins() throws -> LoadedPlugins {
     )
     return try PluginRegistry.builtIn.load(
         manifest,
-        environment: PluginEnvironment(services: ["simulated-sensor": SimulatedBiometricSensor()]),
+        environment: PluginEnvironment(
+            services: PluginServices().setting(
+                SimulatedBiometricSensorKey.self,
+                named: "simulated-sensor",
+                to: SimulatedBiometricSensor()
+            )
+        ),
         sides: .client
     )
 }

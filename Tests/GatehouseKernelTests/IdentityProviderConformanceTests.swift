@@ -77,6 +77,12 @@ private struct Pending: Codable {
     var nonce: String?
 }
 
+/// The host's one code book: the provider's configuration does not name it.
+private enum CodeBookKey: PluginServiceKey {
+    typealias Value = CodeBook
+    static let name = "code book"
+}
+
 /// A small identity provider made to be broken: the app types a code the server half checks in a
 /// ``CodeBook``; with `twoStep` the server half answers with a nonce the client half sends back.
 private enum CodeProvider: IdentityProviderPlugin {
@@ -98,9 +104,7 @@ private enum CodeProvider: IdentityProviderPlugin {
     }
 
     static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost {
-        guard let book = context.services["codes"] as? CodeBook else {
-            throw ConfigurationError(path: [], problem: "the host provides no code book")
-        }
+        let book = try context.services.require(CodeBookKey.self)
         return Host(
             descriptor: context.descriptor,
             twoStep: configuration.twoStep,
@@ -231,7 +235,7 @@ private func suite(twoStep: Bool, flaw: ProviderFlaw) -> IdentityProviderConform
     return IdentityProviderConformance(
         CodeProvider.self,
         config: ["twoStep": .bool(twoStep), "flaw": .string(flaw.rawValue)],
-        services: ["codes": book],
+        services: PluginServices().setting(CodeBookKey.self, to: book),
         register: .scripted {
             let code = book.issue(for: "ann")
             return twoStep

@@ -83,7 +83,7 @@ private func serveLogin(
     var environment = PluginEnvironment()
     let login = try LoginServer(manifest: manifest, storage: storage, environment: environment)
     try await login.addUser("ann@example.com", password: "correct horse")
-    environment.services["gatehouse-login"] = login
+    environment.services[BrowserLoginServiceKey.self, named: "gatehouse-login"] = login
     let embedded = try await EmbeddedTokenServer(
         storage: storage,
         manifest: manifest,

@@ -1,4 +1,5 @@
 import Crypto
+import CustomAPIIdentityProvider
 import Foundation
 import GatehouseClient
 import GatehouseKernel
@@ -104,7 +105,8 @@ func withCluster(
     let serverLog = RecordingLogger(label: "server", level: .info)
     let script = StatusScript()
     let pushes = InProcessPushTransport()
-    let environment = PluginEnvironment(logger: serverLog.logger, services: ["codes": FixedCodeAPI()])
+    var environment = PluginEnvironment(logger: serverLog.logger)
+    environment.services[CustomRegistrationAPIKey.self, named: "codes"] = FixedCodeAPI()
     var servers: [TokenServer] = []
     for _ in 0..<count {
         servers.append(

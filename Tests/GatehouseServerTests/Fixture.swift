@@ -308,7 +308,10 @@ struct Fixture {
     func client(_ name: String = "device", appID: String = "test-app") throws -> UserClient {
         let plugins = try PluginRegistry.testing(script).load(
             manifest,
-            environment: PluginEnvironment(logger: clientLog.logger, services: ["face-sensor": sensor]),
+            environment: PluginEnvironment(
+                logger: clientLog.logger,
+                services: PluginServices().setting(SimulatedBiometricSensorKey.self, named: "face-sensor", to: sensor)
+            ),
             sides: .client
         )
         return try UserClient(
@@ -427,7 +430,8 @@ func withFixture(
     )
     let serverLog = RecordingLogger(label: "server", level: .trace)
     let clientLog = RecordingLogger(label: "client", level: .trace)
-    let environment = PluginEnvironment(logger: serverLog.logger, clock: clock, services: ["codes": FixedCodeAPI()])
+    var environment = PluginEnvironment(logger: serverLog.logger, clock: clock)
+    environment.services[CustomRegistrationAPIKey.self, named: "codes"] = FixedCodeAPI()
     let script = StatusScript()
     let pushes = InProcessPushTransport()
     let metrics = TestMetrics()

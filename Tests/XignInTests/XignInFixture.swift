@@ -150,7 +150,13 @@ func withXignIn(
                 source: "xignin.yaml",
                 additionalSections: ["server", "xignin"]
             )
-            let environment = PluginEnvironment(services: ["unused": UnusedRegistrationAPI()])
+            let environment = PluginEnvironment(
+                services: PluginServices().setting(
+                    CustomRegistrationAPIKey.self,
+                    named: "unused",
+                    to: UnusedRegistrationAPI()
+                )
+            )
             let manager = try XignInManager(
                 manifest: manifest,
                 directory: directory.appendingPathComponent("server/xignin"),

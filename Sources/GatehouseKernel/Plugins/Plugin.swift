@@ -56,21 +56,22 @@ public protocol IdentityProviderPlugin: Plugin {
     static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
 }
 
-/// What a host hands every plugin: logging, time, a place for CPU-heavy work, and named services.
+/// What a host hands every plugin: logging, time, a place for CPU-heavy work, and services.
 /// Dependencies come in here, never from globals.
 public struct PluginEnvironment: Sendable {
     public var logger: Logger
     public var clock: any WallClock
     public var cpuWork: any CPUWorkExecutor
-    /// Services the host provides by name, for manifests to refer to (e.g. an in-process custom
-    /// registration API named by an identity provider's configuration).
-    public var services: [String: any Sendable]
+    /// Services the host provides, each under a typed key and, where a manifest picks among
+    /// several, an instance name (e.g. an in-process custom registration API named by an identity
+    /// provider's configuration).
+    public var services: PluginServices
 
     public init(
         logger: Logger = Logger(label: "gatehouse"),
         clock: any WallClock = SystemWallClock(),
         cpuWork: any CPUWorkExecutor = InlineCPUWorkExecutor(),
-        services: [String: any Sendable] = [:]
+        services: PluginServices = PluginServices()
     ) {
         self.logger = logger
         self.clock = clock
@@ -91,7 +92,9 @@ public struct PluginContext: Sendable {
     public var logger: Logger
     public var clock: any WallClock
     public var cpuWork: any CPUWorkExecutor
-    public var services: [String: any Sendable]
+    /// The host's services (``PluginEnvironment/services``): read one with
+    /// ``PluginServices/require(_:named:forConfigurationKey:)``.
+    public var services: PluginServices
 
     public init(id: String, name: String? = nil, type: PluginTypeIdentifier, environment: PluginEnvironment) {
         self.id = id
