@@ -12,10 +12,12 @@ public import GatehouseKernel
 public enum GatehouseCommandLine {
     /// What the commands build plugins from: the registry, and services manifests may name.
     public struct Context: Sendable {
+        /// The plugin types a manifest may name: `PluginRegistry.builtIn` or the integrator's own.
         public var registry: PluginRegistry
         /// Services for manifests to name, under their typed keys; laid over the built-in ones.
         public var services: PluginServices
 
+        /// A context with `registry`'s plugin types and `services` (default: none beyond the built-in ones).
         public init(registry: PluginRegistry, services: PluginServices = PluginServices()) {
             self.registry = registry
             self.services = services
