@@ -5,10 +5,14 @@ public import GatehouseKernel
 /// public half. A wrong signature and a reported failed scan count as attempts; an invalidated
 /// key removes the registration, and the flow falls back to the PIN.
 public struct BiometricVerifier: AuthenticatorVerifier {
+    /// This authenticator as the manifest configures it: its id, name and plugin type.
     public let descriptor: AuthenticatorDescriptor
 
+    /// Makes the server half.
     public init(descriptor: AuthenticatorDescriptor) { self.descriptor = descriptor }
 
+    /// Handles one enrolment message: hands out a nonce, then keeps the device key's public half
+    /// once its signature over the nonce checks.
     public func enroll(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
         let message = try decode(request.message)
         switch message.op {
@@ -33,6 +37,9 @@ public struct BiometricVerifier: AuthenticatorVerifier {
         }
     }
 
+    /// Handles one authentication message: hands out a nonce, checks the signature over it, counts
+    /// a reported failed scan, and removes the registration when the device reports its key
+    /// invalidated.
     public func verify(_ request: VerificationRequest) async throws -> AuthenticationOutcome {
         guard let registration = BiometricCrypto.decode(BiometricRegistration.self, request.registration) else {
             return refusal(.authenticatorNotRegistered, counts: false, removes: true)
@@ -127,6 +134,8 @@ public enum BiometricAuthenticatorPlugin: AuthenticatorPlugin {
 
         private enum CodingKeys: String, CodingKey { case sensor, script, latencyMilliseconds }
 
+        /// Reads `config`; throws when `latencyMilliseconds` is out of range, or when `sensor` is
+        /// given with `script` or `latencyMilliseconds`.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             sensor = try container.decodeIfPresent(String.self, forKey: .sensor)
@@ -146,11 +155,16 @@ public enum BiometricAuthenticatorPlugin: AuthenticatorPlugin {
         }
     }
 
+    /// `"biometric.simulated"`.
     public static let typeIdentifier: PluginTypeIdentifier = "biometric.simulated"
+    /// `AuthenticatorKind.biometric`: the app gets a biometric challenge, with the PIN as fallback.
     public static let authenticatorKind = AuthenticatorKind.biometric
+    /// One line for listings, which says it is a simulation.
     public static let summary =
         "Biometric authentication against a SIMULATED sensor, with PIN fallback (not for production)"
 
+    /// Makes the client half, ``BiometricAuthenticator``, with the host's sensor `sensor` names or
+    /// one of its own; throws a `ConfigurationError` when the host provides no sensor by that name.
     public static func makeAuthenticator(
         configuration: Configuration,
         context: PluginContext
@@ -158,6 +172,7 @@ public enum BiometricAuthenticatorPlugin: AuthenticatorPlugin {
         BiometricAuthenticator(descriptor: context.descriptor, sensor: try sensor(configuration, context))
     }
 
+    /// Makes the server half, ``BiometricVerifier``.
     public static func makeVerifier(configuration: Configuration, context: PluginContext) -> any AuthenticatorVerifier {
         BiometricVerifier(descriptor: context.descriptor)
     }

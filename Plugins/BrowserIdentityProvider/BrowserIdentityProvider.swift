@@ -18,7 +18,9 @@ public protocol BrowserLoginService: Sendable {
 
 /// A code was redeemed before: the sessions it issued to `subject` must be revoked.
 public struct BrowserLoginReplay: Error, Sendable, Equatable {
+    /// The provider's user the replayed code was issued for, whose sessions from it are revoked.
     public var subject: String
+    /// Makes the error for a code issued to `subject`.
     public init(subject: String) { self.subject = subject }
 }
 
@@ -57,14 +59,22 @@ enum PKCEValues {
 /// The client half: makes the PKCE verifier, asks the app to open the login, checks the redirect
 /// (its address and the state) and sends the code with the verifier.
 public struct BrowserIdentityProvider: IdentityProvider {
+    /// This identity provider as the manifest configures it: its id, name and plugin type.
     public let descriptor: IdentityProviderDescriptor
+    /// Where the login sends the browser back; the app listens there (on any port, for a loopback
+    /// address).
     public let redirectURI: URL
 
+    /// Makes the client half.
     public init(descriptor: IdentityProviderDescriptor, redirectURI: URL) {
         self.descriptor = descriptor
         self.redirectURI = redirectURI
     }
 
+    /// Runs the registration: asks the app to open the login, checks that the redirect it hands
+    /// back is to the redirect URI with the state sent, and sends the code with the PKCE verifier.
+    /// Throws `GenericError` `actionCancelled` when the app cancels (or the login was not allowed),
+    /// and `RegistrationError` `invalidState` when the redirect's state does not match.
     public func register(_ context: RegistrationContext) async throws -> RegistrationResult {
         let verifier = PKCEValues.verifier()
         let start = BrowserMessage(

@@ -5,13 +5,21 @@ public import GatehouseKernel
 /// The server half: makes the state, builds the authorization URL (PKCE S256 always), and on
 /// the way back checks the state before the login redeems the code with the verifier.
 public struct BrowserIdentityProviderHost: IdentityProviderHost {
+    /// This identity provider as the manifest configures it: its id, name and plugin type.
     public let descriptor: IdentityProviderDescriptor
+    /// The login's authorization endpoint, as the user's browser reaches it.
     public let authorizationURL: URL
+    /// The `client_id` the authorization URL carries and the login redeems codes for.
     public let clientID: String
+    /// The `redirect_uri` the authorization URL carries; for a loopback address any port is
+    /// accepted.
     public let redirectURI: String
+    /// The `scope` the authorization URL asks for, space-separated.
     public let scope: String
+    /// The login that issued the codes and redeems them.
     public let login: any BrowserLoginService
 
+    /// Makes the server half.
     public init(
         descriptor: IdentityProviderDescriptor,
         authorizationURL: URL,
@@ -28,6 +36,9 @@ public struct BrowserIdentityProviderHost: IdentityProviderHost {
         self.login = login
     }
 
+    /// Handles one step: `start` answers with the authorization URL (a fresh state, PKCE S256);
+    /// `finish` checks the state and has the login redeem the code with the verifier, naming the
+    /// user. A replayed code is refused and revokes what it issued before.
     public func handle(_ request: RegistrationStepRequest) async throws -> RegistrationOutcome {
         guard let message = try? JSONDecoder().decode(BrowserMessage.self, from: request.message) else {
             throw invalid("the message is malformed")
@@ -138,15 +149,25 @@ extension UInt8 {
 /// port the system gives it, and the server accepts that port], `scope` [openid], and for the server half
 /// `login`: the name of a ``BrowserLoginService`` the host provides.
 public enum BrowserIdentityProviderPlugin: IdentityProviderPlugin {
+    /// The `config` of an `idp.browser` entry.
     public struct Configuration: Decodable, Sendable {
+        /// `authorizationURL`: the login's authorization endpoint, as the user's browser reaches
+        /// it. Required.
         public var authorizationURL: URL
+        /// `clientID`: the OAuth client id. Default `gatehouse`.
         public var clientID: String
+        /// `redirectURI`: where the browser comes back, an http or https URL without query. Default
+        /// `http://127.0.0.1:53180/callback`.
         public var redirectURI: URL
+        /// `scope`: the OAuth scope asked for. Default `openid`.
         public var scope: String
+        /// `login`: the name under which the host provides the ``BrowserLoginService``; only the
+        /// server half needs it.
         public var login: String?
 
         private enum CodingKeys: String, CodingKey { case authorizationURL, clientID, redirectURI, scope, login }
 
+        /// Reads `config`; throws when a URL is not http or https, or has a query or a fragment.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             func url(_ key: CodingKeys, default fallback: String? = nil) throws -> URL {
@@ -166,13 +187,16 @@ public enum BrowserIdentityProviderPlugin: IdentityProviderPlugin {
         }
     }
 
+    /// `"idp.browser"`.
     public static let typeIdentifier: PluginTypeIdentifier = "idp.browser"
     /// The client half opens the authorization URL and listens on the redirect URI.
     public static let publishedConfigurationKeys: Set<String> = [
         "authorizationURL", "clientID", "redirectURI", "scope",
     ]
+    /// One line for listings.
     public static let summary = "Registration through a browser login: authorization code with PKCE"
 
+    /// Makes the client half, ``BrowserIdentityProvider``, with the redirect URI.
     public static func makeIdentityProvider(
         configuration: Configuration,
         context: PluginContext
@@ -180,6 +204,8 @@ public enum BrowserIdentityProviderPlugin: IdentityProviderPlugin {
         BrowserIdentityProvider(descriptor: context.descriptor, redirectURI: configuration.redirectURI)
     }
 
+    /// Makes the server half with the login `login` names; throws a `ConfigurationError` when the
+    /// host provides no login by that name.
     public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
     {
         // The server half cannot work without a login: no `login` is reported as a missing one.

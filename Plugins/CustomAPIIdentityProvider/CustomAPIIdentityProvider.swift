@@ -5,21 +5,30 @@ public import GatehouseKernel
 // server answers with the custom API's info, and whether the step may be tried again. The
 // benchmark (Benchmarks/, a package of its own) registers below the SDK with them: its SPI.
 
+/// A message from the custom-API identity provider's client half to its server half, as JSON.
 @_spi(Benchmarks)
 public struct CustomAPIMessage: Codable, Sendable {
+    /// Which step the message is: `start` asks whether the registration has two steps, then
+    /// `initialize` (two-step only) and `complete` carry the app's data.
     public enum Step: String, Codable, Sendable { case start, initialize, complete }
+    /// The step the message answers.
     public var step: Step
+    /// What the app supplied for the step; `nil` when it supplied nothing.
     public var data: String?
 
+    /// Makes a message; without `data` for `start`.
     public init(step: Step, data: String? = nil) {
         self.step = step
         self.data = data
     }
 }
 
+/// The server half's answer to a message, as JSON.
 @_spi(Benchmarks)
 public struct CustomAPIChallenge: Codable, Sendable {
+    /// Whether the registration has an `initialize` step before `complete`.
     public var twoStep: Bool
+    /// What the registration API answered to the previous step, for the app.
     public var info: CustomInfo?
     /// The last step's data was refused and may be sent again (status 4000–4999).
     public var retry: Bool
@@ -35,10 +44,16 @@ struct CustomAPISession: Codable {
 /// (init, then finish; or finish only) and relays it; a refused finish is asked again with the
 /// API's info, as long as the API allows retries.
 public struct CustomAPIIdentityProvider: IdentityProvider {
+    /// This identity provider as the manifest configures it: its id, name and plugin type.
     public let descriptor: IdentityProviderDescriptor
 
+    /// Makes the client half.
     public init(descriptor: IdentityProviderDescriptor) { self.descriptor = descriptor }
 
+    /// Runs the registration: asks the app for the data of each step and relays it, asking again
+    /// after a refusal the API lets the user retry. Throws `GenericError`
+    /// `actionCancelled` when the app cancels, and the API's refusal as
+    /// `RegistrationError` `customRegistrationFailure`.
     public func register(_ context: RegistrationContext) async throws -> RegistrationResult {
         var reply = try await send(CustomAPIMessage(step: .start), context)
         if reply.twoStep {
@@ -103,11 +118,17 @@ public struct CustomAPIIdentityProvider: IdentityProvider {
 /// outcomes: 2xxx continues (or, on completion, names the user), 4xxx lets the app try again,
 /// anything else ends the registration with `customRegistrationFailure` and the API's info.
 public struct CustomAPIIdentityProviderHost: IdentityProviderHost {
+    /// This identity provider as the manifest configures it: its id, name and plugin type.
     public let descriptor: IdentityProviderDescriptor
+    /// Whether the registration calls ``CustomRegistrationAPI/initialize(_:)`` before
+    /// ``CustomRegistrationAPI/complete(_:)``.
     public let twoStep: Bool
+    /// How many times a step refused with a 4000–4999 status may be tried, in all.
     public let maxAttempts: Int
+    /// The integrator's registration API, in process or over HTTP.
     public let api: any CustomRegistrationAPI
 
+    /// Makes the server half.
     public init(descriptor: IdentityProviderDescriptor, twoStep: Bool, maxAttempts: Int, api: any CustomRegistrationAPI)
     {
         self.descriptor = descriptor
@@ -116,6 +137,8 @@ public struct CustomAPIIdentityProviderHost: IdentityProviderHost {
         self.api = api
     }
 
+    /// Handles one step: calls the API and turns its status into a challenge for the next step, the
+    /// named user, or a refusal.
     public func handle(_ request: RegistrationStepRequest) async throws -> RegistrationOutcome {
         let message: CustomAPIMessage
         do {
@@ -203,14 +226,23 @@ public struct CustomAPIIdentityProviderHost: IdentityProviderHost {
 /// (an HTTP endpoint, see ``HTTPCustomRegistrationAPI``); `maxAttempts` (default 3, 1–10): how
 /// many times a retryable refusal of the finish step is asked again.
 public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
+    /// The `config` of an `idp.customAPI` entry.
     public struct Configuration: Decodable, Sendable {
+        /// `twoStep`: whether the registration has an `initialize` step. Default `false`.
         public var twoStep: Bool
+        /// `handler`: the name under which the host provides an in-process
+        /// ``CustomRegistrationAPI``; `nil` when `url` is given.
         public var handler: String?
+        /// `url`: the http or https endpoint of an HTTP registration API; `nil` when `handler` is
+        /// given.
         public var url: URL?
+        /// `maxAttempts`: how many times a retryable refusal may be tried, 1–10. Default 3.
         public var maxAttempts: Int
 
         private enum CodingKeys: String, CodingKey { case twoStep, handler, url, maxAttempts }
 
+        /// Reads `config`; throws when `maxAttempts` is out of range or `url` is not an http or
+        /// https URL.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             twoStep = try container.decode(Bool.self, forKey: .twoStep, default: false)
@@ -231,9 +263,12 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
         }
     }
 
+    /// `"idp.customAPI"`.
     public static let typeIdentifier: PluginTypeIdentifier = "idp.customAPI"
+    /// One line for listings.
     public static let summary = "Custom API registration, one or two steps, in-process or over HTTP"
 
+    /// Makes the client half, ``CustomAPIIdentityProvider``.
     public static func makeIdentityProvider(
         configuration: Configuration,
         context: PluginContext
@@ -241,6 +276,9 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
         CustomAPIIdentityProvider(descriptor: context.descriptor)
     }
 
+    /// Makes the server half with the API `handler` or `url` names; throws a
+    /// `ConfigurationError` unless exactly one of them is given, or when the host
+    /// provides no API named `handler`.
     public static func makeHost(configuration: Configuration, context: PluginContext) throws -> any IdentityProviderHost
     {
         // Checked here, not when decoding: the client half is built without the server's settings.

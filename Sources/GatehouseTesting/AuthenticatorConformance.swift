@@ -178,8 +178,11 @@ public struct AuthenticatorConformance: Sendable {
 /// What a conformance suite's checks found: each check by name, with the problem after a colon
 /// when it failed, or why it did not apply.
 public struct ConformanceReport: Sendable {
+    /// The checks that passed, by name.
     public var passed: [String] = []
+    /// The checks that failed, each as `name: problem`.
     public var failed: [String] = []
+    /// The checks that did not apply to the plugin, each as `name (reason)`.
     public var skipped: [String] = []
 
     /// A check that does not apply to the plugin under test (it asks the app nothing, say).
@@ -213,6 +216,9 @@ public struct ConformanceReport: Sendable {
 /// The conformance checks that failed, from ``AuthenticatorConformance`` or
 /// ``IdentityProviderConformance``.
 public struct ConformanceFailure: Error, CustomStringConvertible {
+    /// What the suite found, failures among it.
     public var report: ConformanceReport
+    /// `Conformance failed:` and each failed check on a line of its own, for a test's failure
+    /// message.
     public var description: String { "Conformance failed:\n- " + report.failed.joined(separator: "\n- ") }
 }

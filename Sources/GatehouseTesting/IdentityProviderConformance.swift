@@ -51,6 +51,7 @@ public struct IdentityProviderConformance: Sendable {
         }
     }
 
+    /// What ``run()`` found: each check passed, failed or skipped.
     public typealias Report = ConformanceReport
 
     private let load: @Sendable (PluginEnvironment) throws -> LoadedPlugins.LoadedIdentityProvider

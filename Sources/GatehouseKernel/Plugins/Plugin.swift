@@ -23,11 +23,14 @@ public protocol Plugin: Sendable {
 }
 
 extension Plugin {
+    /// None: a plugin publishes no configuration unless it names the keys.
     public static var publishedConfigurationKeys: Set<String> { [] }
 }
 
 /// A plugin that makes validators of strings.
 public protocol ValidatorPlugin: Plugin {
+    /// Makes a validator from the entry's checked configuration; throw a ``ConfigurationError`` for
+    /// a value `init(from:)` could not check alone.
     static func makeValidator(configuration: Configuration, context: PluginContext) throws -> any Validator<String>
 }
 
@@ -42,6 +45,7 @@ public protocol AuthenticatorPlugin: Plugin {
 }
 
 extension AuthenticatorPlugin {
+    /// ``AuthenticatorKind/custom``: only the built-in PIN and biometric plugins say otherwise.
     public static var authenticatorKind: AuthenticatorKind { .custom }
 }
 
@@ -59,14 +63,20 @@ public protocol IdentityProviderPlugin: Plugin {
 /// What a host hands every plugin: logging, time, a place for CPU-heavy work, and services.
 /// Dependencies come in here, never from globals.
 public struct PluginEnvironment: Sendable {
+    /// The host's logger; each plugin gets it with its entry's id and type as metadata.
     public var logger: Logger
+    /// The host's clock; plugins read the time from it, never from `Date()`, so tests can move it.
     public var clock: any WallClock
+    /// Where plugins run CPU-heavy work (hashing, key derivation), away from the host's event
+    /// loops.
     public var cpuWork: any CPUWorkExecutor
     /// Services the host provides, each under a typed key and, where a manifest picks among
     /// several, an instance name (e.g. an in-process custom registration API named by an identity
     /// provider's configuration).
     public var services: PluginServices
 
+    /// Makes an environment; the defaults log as "gatehouse", read the system clock, run CPU work
+    /// inline and provide no services.
     public init(
         logger: Logger = Logger(label: "gatehouse"),
         clock: any WallClock = SystemWallClock(),
@@ -90,12 +100,15 @@ public struct PluginContext: Sendable {
     public var type: PluginTypeIdentifier
     /// The host's logger, with the entry's id and type as metadata.
     public var logger: Logger
+    /// The host's clock; read the time from it, never from `Date()`, so tests can move it.
     public var clock: any WallClock
+    /// Where to run CPU-heavy work (hashing, key derivation), away from the host's event loops.
     public var cpuWork: any CPUWorkExecutor
     /// The host's services (``PluginEnvironment/services``): read one with
     /// ``PluginServices/require(_:named:forConfigurationKey:)``.
     public var services: PluginServices
 
+    /// Makes the context of the manifest entry `id`; `name` defaults to the id.
     public init(id: String, name: String? = nil, type: PluginTypeIdentifier, environment: PluginEnvironment) {
         self.id = id
         self.name = name ?? id
