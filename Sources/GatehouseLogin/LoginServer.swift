@@ -149,6 +149,9 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
             }
         } catch let problem as LoginError {
             return page(400, "Cannot continue", problem.message)
+        } catch let busy as StorageUnavailable {
+            // The database is busy or unreachable (PostgreSQL): the browser may try again.
+            return page(503, "Try again", busy.message)
         } catch {
             logger.error("Login request failed", metadata: ["error": "\(String(reflecting: error))"])
             return page(500, "Something went wrong", "The login could not complete the request.")

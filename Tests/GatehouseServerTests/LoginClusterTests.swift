@@ -191,6 +191,41 @@ struct LoginClusterTests {
         }
     }
 
+    @Test("a database that is gone answers 503 (try again), not 500")
+    func unavailableIs503() async throws {
+        let cluster = try PostgresTestCluster.shared()
+        let schema = try cluster.makeSchema("loginbusy")
+        defer { try? cluster.dropSchema(schema) }
+        let storage = try await ServerStorage.open(
+            try ServerDatabase(cluster.url(schema: schema, pool: 2)),
+            migrations: [LoginStore.migrations],
+            logger: Logger(label: "login-busy")
+        )
+        let configuration = try ConfigurationDecoder().decode(
+            LoginConfiguration.self,
+            from: .object([
+                "clients": .list([
+                    .object([
+                        "id": .string("gatehouse"), "name": .string("App"),
+                        "loopbackRedirectPaths": .list([.string("/callback")]),
+                    ])
+                ]),
+                "passwordCost": .integer(14),
+            ])
+        )
+        let login = try LoginServer(configuration: configuration, storage: storage, environment: PluginEnvironment())
+        let query =
+            "response_type=code&client_id=gatehouse&redirect_uri=\(SignInPage.redirectURI)&state=s1"
+            + "&code_challenge=\(PKCE.challenge(for: PKCE.makeVerifier()))&code_challenge_method=S256"
+        let path = LoginServer.authorizePath + "?" + query
+        #expect(await login.handle(WireRequest(method: "GET", path: path)).status == 200)
+        // Its connections closed: every change now fails as the database being unavailable does.
+        await storage.shutdown()
+        let answer = await login.handle(WireRequest(method: "GET", path: path))
+        #expect(answer.status == 503)
+        #expect(String(decoding: answer.body, as: UTF8.self).contains("try again"))
+    }
+
     @Test("a code redeemed at 3 instances at once is taken once; the others are told it is replayed")
     func codeTakenOnce() async throws {
         try await withLoginCluster { balancer, logins in
