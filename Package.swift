@@ -190,7 +190,6 @@ let package = Package(
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "XignInValidators", "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -394,6 +393,7 @@ let package = Package(
             dependencies: [
                 "XignInManager", "XignInClient", "XignInValidators", "GatehouseServer", "GatehouseKernel",
                 "GatehouseProtocol", "GatehousePlugins", "GatehouseYAML", "CustomAPIIdentityProvider",
+                "GatehousePostgresTestSupport", "GatehouseClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -408,7 +408,7 @@ let package = Package(
                 "GatehouseYAML", "GatehouseTesting", "GatehousePostgresTestSupport", "CustomAPIIdentityProvider",
                 "TOTPAuthenticator",
                 "BiometricAuthenticator", "GatehouseLogin", "BrowserIdentityProvider", "GatehouseResourceServer",
-                "GatehouseOutbound",
+                "GatehouseOutbound", "XignInManager",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -65,14 +65,26 @@ do {
     let logger = Logger.story(label: "xignin-example", level: .error)
     var environment = PluginEnvironment(logger: logger)
     environment.services[CustomRegistrationAPIKey.self, named: "unused"] = NoRegistrationAPI()
+    // The server's database, opened with the manager's tables: the manager and the token server
+    // keep their state in it side by side (a SQLite file here; a PostgreSQL URL works the same).
+    try FileManager.default.createDirectory(
+        at: directory.appendingPathComponent("server"),
+        withIntermediateDirectories: true
+    )
+    let storage = try await ServerStorage.open(
+        .sqlite(path: directory.appendingPathComponent("server/server.sqlite").path),
+        migrations: [XignInManager.migrations],
+        logger: logger
+    )
     let manager = try XignInManager(
         manifest: manifest,
-        directory: directory.appendingPathComponent("xignin"),
+        storage: storage,
+        mail: OutboxMailSender(directory: directory.appendingPathComponent("xignin/outbox")),
         provisioner: PrintingProvisioner(),
         environment: environment
     )
-    let server = try EmbeddedTokenServer(
-        directory: directory.appendingPathComponent("server"),
+    let server = try await EmbeddedTokenServer(
+        storage: storage,
         manifest: manifest,
         registry: try PluginRegistry.builtIn,
         environment: environment,
@@ -136,6 +148,7 @@ do {
     print(
         "   identity managers on this device: \(try await registry.identityManagers().map(\.alias).joined(separator: ", "))"
     )
+    await storage.shutdown()
     try? FileManager.default.removeItem(at: directory)
     print("Done.")
 } catch {

@@ -117,25 +117,30 @@ struct Serve: AsyncParsableCommand {
             // keep their state in it beside the server's, on SQLite or PostgreSQL alike.
             let opened = try await ServerStorage.open(
                 settings.database,
-                migrations: CommandSupport.migrations(for: loaded),
+                migrations: CommandSupport.migrations(for: loaded)
+                    + (loaded.sections["xignin"] != nil ? [XignInManager.migrations] : []),
                 logger: logger
             )
             storage = opened
-            // The XignIn manager is mounted when the manifest has an `xignin` section; its state
-            // and outbox sit beside the server's database.
             var extensions: [any ServerExtension] = []
-            let beside = try Self.sqliteFolder(settings.database, for: loaded)
             // The hosted login is mounted when the manifest has a `login` section, and offered to
             // `idp.browser` as the service "gatehouse-login".
             if let login = try await CommandSupport.login(loaded, storage: opened, environment: environment) {
                 extensions.append(login)
                 environment.services[BrowserLoginServiceKey.self, named: CommandSupport.loginService] = login
             }
-            if let beside, loaded.sections["xignin"] != nil {
-                let directory = URL(fileURLWithPath: beside).deletingLastPathComponent().appendingPathComponent(
-                    "xignin"
+            // The XignIn manager is mounted when the manifest has an `xignin` section: its state
+            // is in the storage, its activation mails go to this instance's outbox folder.
+            if loaded.sections["xignin"] != nil {
+                let folder = Self.xigninFolder(settings.database)
+                let manager = try XignInManager(
+                    manifest: loaded,
+                    storage: opened,
+                    mail: OutboxMailSender(directory: folder.appendingPathComponent("outbox")),
+                    environment: environment
                 )
-                let manager = try XignInManager(manifest: loaded, directory: directory, environment: environment)
+                // What an earlier version kept in `xignin/xignin.sqlite` is imported once.
+                if case .sqlite = settings.database { try await manager.importEarlierDatabase(in: folder) }
                 extensions.append(manager)
                 xignin = manager
             }
@@ -254,21 +259,12 @@ struct Serve: AsyncParsableCommand {
         return port
     }
 
-    /// The SQLite file beside which XignIn keeps its state; nil with PostgreSQL, where a manifest
-    /// that needs it is refused (its state is one instance's).
-    static func sqliteFolder(_ database: ServerDatabase, for manifest: Manifest) throws -> String? {
+    /// The XignIn manager's folder, for its outbox (and an earlier version's database): beside a
+    /// SQLite database; with PostgreSQL, in the data folder of the user running this instance.
+    static func xigninFolder(_ database: ServerDatabase) -> URL {
         switch database {
-        case .sqlite(let path): return path
-        case .postgres:
-            for (section, component) in [("xignin", "the XignIn manager")] where manifest.sections[section] != nil {
-                throw ManifestError(
-                    source: manifest.source,
-                    path: section,
-                    problem: "\(component) keeps its state in SQLite files, one instance's: it cannot run on a "
-                        + "PostgreSQL database shared by several instances; remove the section or use a SQLite database"
-                )
-            }
-            return nil
+        case .sqlite(let path): URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("xignin")
+        case .postgres: DataFolders.data.appendingPathComponent("gatehouse/xignin")
         }
     }
 
@@ -305,9 +301,8 @@ struct CreatedFiles {
             paths = []
             return
         }
-        let folder = URL(fileURLWithPath: database).deletingLastPathComponent()
-        let candidates =
-            ["", "-wal", "-shm", ".lock"].map { database + $0 } + [folder.appendingPathComponent("xignin").path]
+        // The extensions' state is in the database; the XignIn outbox is made by its first mail.
+        let candidates = ["", "-wal", "-shm", ".lock"].map { database + $0 }
         paths = candidates.filter { !FileManager.default.fileExists(atPath: $0) }
     }
 

@@ -40,9 +40,15 @@ public final class XignInManager: ServerExtension {
         configuration.managerURL ?? (servedAt.withLock { $0 } ?? "http://127.0.0.1:8080") + "/xignin"
     }
 
+    /// The manager's tables: pass them to ``ServerStorage/open(_:migrations:logger:)`` before
+    /// building the manager on that storage.
+    public static var migrations: MigrationGroup { XignInStore.migrations }
+
+    /// A manager keeping its state in `storage`, the token server's database, which must have been
+    /// opened with ``migrations``: on PostgreSQL, several instances share it.
     public init(
         configuration: XignInManagerConfiguration,
-        databasePath: String,
+        storage: ServerStorage,
         mail: any ActivationMailSender,
         provisioner: any LinkedServiceProvisioner = WebhookProvisioner(),
         environment: PluginEnvironment = PluginEnvironment()
@@ -57,7 +63,7 @@ public final class XignInManager: ServerExtension {
             perMinute: configuration.evaluationsPerMinute,
             burst: configuration.evaluationsPerMinute
         )
-        store = try XignInStore(sqlitePath: databasePath)
+        store = try XignInStore(storage: storage)
     }
 
     public func handle(_ request: WireRequest) async -> WireResponse {
@@ -125,22 +131,64 @@ public final class XignInManager: ServerExtension {
 }
 
 extension XignInManager {
-    /// A manager configured by `manifest`'s `xignin` section, keeping its state in `directory`
-    /// (`xignin.sqlite`) and writing activation mails to `directory/outbox` unless `mail` is given.
+    /// A manager configured by `manifest`'s `xignin` section, keeping its state in `storage` and
+    /// sending activation mails with `mail` (an ``OutboxMailSender`` writes them to a folder).
     public convenience init(
         manifest: Manifest,
-        directory: URL,
-        mail: (any ActivationMailSender)? = nil,
+        storage: ServerStorage,
+        mail: any ActivationMailSender,
         provisioner: any LinkedServiceProvisioner = WebhookProvisioner(),
         environment: PluginEnvironment = PluginEnvironment()
     ) throws {
-        try PrivateFiles.createFolder(directory)
         try self.init(
             configuration: try manifest.section("xignin", as: XignInManagerConfiguration.self),
-            databasePath: directory.appendingPathComponent("xignin.sqlite").path,
-            mail: mail ?? OutboxMailSender(directory: directory.appendingPathComponent("outbox")),
+            storage: storage,
+            mail: mail,
             provisioner: provisioner,
             environment: environment
         )
+    }
+
+    /// Imports, once, the SQLite file a manager of an earlier version kept in `directory`
+    /// (`xignin.sqlite`, its own database beside the server's): its accounts, codes and
+    /// activations are copied into the storage in one transaction, then the file is renamed
+    /// `xignin.sqlite.imported`, so the next start imports nothing. Returns the rows copied, 0
+    /// when there is no such file; throws ``EarlierDatabaseImportFailure`` naming the file when
+    /// it cannot be read, copied or renamed.
+    @discardableResult
+    public func importEarlierDatabase(in directory: URL) async throws -> Int {
+        let file = directory.appendingPathComponent("xignin.sqlite")
+        guard FileManager.default.fileExists(atPath: file.path) else { return 0 }
+        let imported = directory.appendingPathComponent("xignin.sqlite.imported")
+        do {
+            let copied = try await store.importEarlierFile(at: file.path)
+            try FileManager.default.moveItem(at: file, to: imported)
+            // What is left of its write-ahead log goes with it, under the name SQLite expects.
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: file.path + suffix) {
+                try FileManager.default.moveItem(atPath: file.path + suffix, toPath: imported.path + suffix)
+            }
+            logger.notice(
+                "Imported the XignIn manager's earlier database",
+                metadata: ["file": "\(file.path)", "rows": "\(copied)", "renamed": "\(imported.path)"]
+            )
+            return copied
+        } catch {
+            throw EarlierDatabaseImportFailure(path: file.path, underlying: error)
+        }
+    }
+}
+
+/// The XignIn manager's database from before it kept its state in the server's could not be
+/// imported; the server should not start without it (its accounts could not activate).
+public struct EarlierDatabaseImportFailure: Error, CustomStringConvertible {
+    /// The earlier database's file.
+    public var path: String
+    /// Why: the file could not be read, a row not copied, or the file not renamed.
+    public var underlying: any Error
+
+    /// A sentence naming the file and what to do.
+    public var description: String {
+        "The XignIn manager's earlier database \(path) could not be imported into the server's database: "
+            + "\(underlying). Fix the cause and start again, or move the file away to start without its accounts."
     }
 }

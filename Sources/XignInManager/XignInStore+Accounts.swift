@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+import GatehouseServer
 
 extension XignInStore {
     // MARK: - Registration
@@ -32,11 +32,13 @@ extension XignInStore {
 
     /// Creates `account` with the OPRF key kept under `pinToken`, which this uses up.
     func register(_ account: NewAccount, pinToken: String, now: Double) async throws -> RegistrationOutcome {
-        try await pool.write { db in
+        try await storage.write { db in
             guard
                 let oprfKey = try Data.fetchOne(
                     db,
-                    sql: "SELECT oprf_key FROM pin_keys WHERE token = ? AND expires_at > ?",
+                    sql: """
+                        SELECT oprf_key FROM xignin_pin_keys WHERE token = ? AND expires_at > ? \(db.dialect.lockingRows)
+                        """,
                     arguments: [pinToken, now]
                 )
             else { return .pinEvaluationUnknown }
@@ -44,7 +46,7 @@ extension XignInStore {
             // both pass; the PIN evaluation is kept for a corrected registration.
             try db.execute(
                 sql: """
-                    INSERT INTO accounts (id, email, category, attributes, oprf_key, pin_public_key, service_mapping, created_at)
+                    INSERT INTO xignin_accounts (id, email, category, attributes, oprf_key, pin_public_key, service_mapping, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING
                     """,
                 arguments: [
@@ -53,15 +55,16 @@ extension XignInStore {
                 ]
             )
             guard db.changesCount == 1 else { return .emailTaken }
-            try db.execute(sql: "DELETE FROM pin_keys WHERE token = ?", arguments: [pinToken])
+            try db.execute(sql: "DELETE FROM xignin_pin_keys WHERE token = ?", arguments: [pinToken])
             if let pending = account.pendingAttributes {
                 try db.execute(
-                    sql: "INSERT INTO pending_attributes (account_id, data) VALUES (?, ?)",
+                    sql: "INSERT INTO xignin_pending_attributes (account_id, data) VALUES (?, ?)",
                     arguments: [account.id, pending]
                 )
             }
             try db.execute(
-                sql: "INSERT INTO activation_codes (code_hash, account_id, alias, expires_at) VALUES (?, ?, ?, ?)",
+                sql:
+                    "INSERT INTO xignin_activation_codes (code_hash, account_id, alias, expires_at) VALUES (?, ?, ?, ?)",
                 arguments: [account.codeHash, account.id, account.alias, account.codeExpiresAt]
             )
             return .registered
@@ -109,25 +112,25 @@ extension XignInStore {
         _ request: ActivationRequest,
         signatureIsValid: @escaping @Sendable (_ pinPublicKey: Data, _ nonce: Data) -> Bool
     ) async throws -> ActivationOutcome {
-        try await pool.write { db in
+        try await storage.write { db in
             guard
                 let nonce = try Data.fetchOne(
                     db,
                     sql: """
-                        DELETE FROM activation_attempts WHERE token = ? AND code_hash = ? AND expires_at > ?
+                        DELETE FROM xignin_activation_attempts WHERE token = ? AND code_hash = ? AND expires_at > ?
                         RETURNING nonce
                         """,
                     arguments: [request.token, request.codeHash, request.now]
                 )
             else { return .unknownAttempt }
             guard
-                let code = try Row.fetchOne(
+                let code = try SQLRow.fetchOne(
                     db,
                     sql: """
-                        SELECT activation_codes.account_id, activation_codes.alias, activation_codes.attempts,
-                            accounts.pin_public_key, accounts.email, accounts.service_mapping
-                        FROM activation_codes JOIN accounts ON accounts.id = activation_codes.account_id
-                        WHERE code_hash = ? AND used = FALSE AND activation_codes.expires_at > ?
+                        SELECT xignin_activation_codes.account_id, xignin_activation_codes.alias, xignin_activation_codes.attempts,
+                            xignin_accounts.pin_public_key, xignin_accounts.email, xignin_accounts.service_mapping
+                        FROM xignin_activation_codes JOIN xignin_accounts ON xignin_accounts.id = xignin_activation_codes.account_id
+                        WHERE code_hash = ? AND used = FALSE AND xignin_activation_codes.expires_at > ? \(db.dialect.lockingRows)
                         """,
                     arguments: [request.codeHash, request.now]
                 )
@@ -136,7 +139,7 @@ extension XignInStore {
                 return .wrongPin(remaining: max(0, request.maximumAttempts - (code["attempts"] as Int)))
             }
             try db.execute(
-                sql: "UPDATE activation_codes SET used = TRUE WHERE code_hash = ? AND used = FALSE",
+                sql: "UPDATE xignin_activation_codes SET used = TRUE WHERE code_hash = ? AND used = FALSE",
                 arguments: [request.codeHash]
             )
             guard db.changesCount == 1 else { return .wrongPin(remaining: 0) }
@@ -147,14 +150,14 @@ extension XignInStore {
                 serviceMapping: code["service_mapping"]
             )
             try db.execute(
-                sql: "INSERT INTO activations (id, account_id, alias, created_at) VALUES (?, ?, ?, ?)",
+                sql: "INSERT INTO xignin_activations (id, account_id, alias, created_at) VALUES (?, ?, ?, ?)",
                 arguments: [request.activationID, activated.accountID, activated.alias, request.now]
             )
             // Claimed by the delete: the linked service hears of them once, whatever it answers.
             if let mapping = activated.serviceMapping, request.configuredMappings.contains(mapping) {
                 activated.pendingAttributes = try Data.fetchOne(
                     db,
-                    sql: "DELETE FROM pending_attributes WHERE account_id = ? RETURNING data",
+                    sql: "DELETE FROM xignin_pending_attributes WHERE account_id = ? RETURNING data",
                     arguments: [activated.accountID]
                 )
             }

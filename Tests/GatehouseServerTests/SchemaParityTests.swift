@@ -5,6 +5,7 @@ import GatehousePostgresTestSupport
 import GatehouseTesting
 import Logging
 import Testing
+import XignInManager
 
 @testable import GatehouseServer
 
@@ -161,9 +162,11 @@ struct SchemaParityTests {
 
     @Test("SQLite and PostgreSQL have the same tables, columns, kinds, nullability, indexes and foreign keys")
     func sameSchema() async throws {
-        // With the hosted login's group: an extension's tables are compared as the server's are.
-        let sqlite = try sqliteSchema([LoginStore.migrations])
-        let postgres = try await postgresSchema([LoginStore.migrations])
+        // With the hosted login's and the XignIn manager's groups: an extension's tables are
+        // compared as the server's are.
+        let groups = [LoginStore.migrations, XignInManager.migrations]
+        let sqlite = try sqliteSchema(groups)
+        let postgres = try await postgresSchema(groups)
         #expect(sqlite.keys.sorted() == postgres.keys.sorted())
         // Both readers see what the migrations made (a reader that saw nothing would agree too).
         for shape in [sqlite, postgres] {
@@ -173,6 +176,8 @@ struct SchemaParityTests {
             #expect(shape["profiles"]?.foreignKeys.contains("client_id → clients (id) on delete cascade") == true)
             #expect(shape["login_attempts"]?.columns["locked_until"] == "real")
             #expect(shape["login_codes"]?.indexes.contains("unique (hash)") == true)
+            #expect(shape["xignin_activation_codes"]?.columns["attempts"] == "integer not null")
+            #expect(shape["xignin_accounts"]?.indexes.contains("unique (email)") == true)
         }
         for table in sqlite.keys.sorted() {
             guard let other = postgres[table], let shape = sqlite[table] else { continue }

@@ -1,8 +1,8 @@
 import CustomAPIIdentityProvider
 import Foundation
-import GRDB
 import GatehouseKernel
 import GatehousePlugins
+import GatehousePostgresTestSupport
 import GatehouseProtocol
 import GatehouseServer
 import GatehouseYAML
@@ -31,11 +31,51 @@ final class Deliveries: Sendable {
     init(accepts: Bool) { self.accepts = accepts }
 }
 
-/// An embedded token server with the XignIn manager mounted, a registry client, and a linked
-/// service listening on a loopback port.
+/// Where the tests keep the manager's state: the token server's SQLite file (the default), or a
+/// fresh schema of a private PostgreSQL cluster with `GATEHOUSE_TEST_DATABASE=postgres`.
+enum TestDatabase {
+    static let isPostgres = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_DATABASE"] == "postgres"
+}
+
+/// One test's database: a SQLite file in a folder, or a PostgreSQL schema made for the test.
+struct TestDatabaseLocation {
+    let database: ServerDatabase
+    let schema: String?
+
+    init(folder: URL, postgres: Bool = TestDatabase.isPostgres) throws {
+        if postgres {
+            let cluster = try PostgresTestCluster.shared()
+            let schema = try cluster.makeSchema("xignin")
+            self.schema = schema
+            database = try ServerDatabase(cluster.url(schema: schema))
+        } else {
+            try PrivateFiles.createFolder(folder)
+            schema = nil
+            database = .sqlite(path: folder.appendingPathComponent("server.sqlite").path)
+        }
+    }
+
+    /// The storage with the manager's tables, as `serve` opens it: each instance opens its own.
+    func open() async throws -> ServerStorage {
+        try await ServerStorage.open(
+            database,
+            migrations: [XignInManager.migrations],
+            logger: Logger(label: "xignin-test-storage")
+        )
+    }
+
+    /// Drops the PostgreSQL schema; a SQLite file goes with its folder.
+    func drop() {
+        if let schema { try? PostgresTestCluster.shared().dropSchema(schema) }
+    }
+}
+
+/// An embedded token server with the XignIn manager mounted, both on one storage, a registry
+/// client, and a linked service listening on a loopback port.
 struct XignInFixture {
     let directory: URL
     let server: EmbeddedTokenServer
+    let storage: ServerStorage
     let registry: Registry
     let deliveries: Deliveries
     let url = URL(string: "http://manager.test")!  // swift-format-ignore: NeverForceUnwrap
@@ -44,7 +84,12 @@ struct XignInFixture {
 
     /// The activation code of the newest message in the outbox for `address`.
     func activationCode(for address: String) throws -> String {
-        let files = try FileManager.default.contentsOfDirectory(at: outbox, includingPropertiesForKeys: nil).sorted {
+        try XignInFixture.activationCode(for: address, in: outbox)
+    }
+
+    /// The activation code of the newest message for `address` in the outbox `folder`.
+    static func activationCode(for address: String, in folder: URL) throws -> String {
+        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil).sorted {
             $0.path < $1.path
         }
         for file in files.reversed() {
@@ -57,22 +102,50 @@ struct XignInFixture {
         throw CocoaError(.fileNoSuchFile)
     }
 
-    func snapshot() throws -> String {
-        let queue = try DatabaseQueue(path: directory.appendingPathComponent("server/xignin/xignin.sqlite").path)
-        return try queue.read { db in
+    /// The manager's tables and the column each is ordered by.
+    static let tables = [
+        ("accounts", "id"), ("activation_codes", "code_hash"), ("activations", "id"),
+        ("pending_attributes", "account_id"), ("pin_keys", "token"), ("activation_attempts", "token"),
+    ]
+
+    /// Every row of the manager's tables, as text.
+    func snapshot() async throws -> String {
+        try await storage.read { db in
             var text = ""
-            for table in ["accounts", "activation_codes", "activations", "pending_attributes", "pin_keys"] {
-                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid") {
-                    text += "\(table): \(row)\n"
+            for (table, key) in Self.tables {
+                for row in try SQLRow.fetchAll(db, sql: "SELECT * FROM xignin_\(table) ORDER BY \(key)") {
+                    text += "\(table): \(zip(row.columns, row.values).map { "\($0)=\($1)" })\n"
                 }
             }
             return text
         }
     }
 
-    func count(_ table: String) throws -> Int {
-        try DatabaseQueue(path: directory.appendingPathComponent("server/xignin/xignin.sqlite").path).read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? 0
+    /// The rows of the manager's table `table` (its name without `xignin_`).
+    func count(_ table: String) async throws -> Int {
+        try await XignInFixture.count(table, in: storage)
+    }
+
+    static func count(_ table: String, in storage: ServerStorage) async throws -> Int {
+        try await storage.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM xignin_\(table)") ?? 0 }
+    }
+
+    /// Every value the manager keeps, in bytes: what a copy of its tables would give away.
+    func storedBytes() async throws -> Data {
+        try await storage.read { db in
+            var bytes = Data()
+            for (table, _) in Self.tables {
+                for row in try SQLRow.fetchAll(db, sql: "SELECT * FROM xignin_\(table)") {
+                    for value in row.values {
+                        switch value {
+                        case .blob(let data): bytes.append(data)
+                        case .text(let text): bytes.append(Data(text.utf8))
+                        default: bytes.append(Data("\(value)".utf8))
+                        }
+                    }
+                }
+            }
+            return bytes
         }
     }
 
@@ -108,15 +181,35 @@ struct XignInFixture {
           maxActivationAttempts: 3
         """
     }
+
+    static func parsedManifest(registration: String = "open", webhookPort: Int) throws -> Manifest {
+        try ManifestLoader.jsonAndYAML.parse(
+            Data(manifest(registration: registration, webhookPort: webhookPort).utf8),
+            format: YAMLManifestFormat(),
+            source: "xignin.yaml",
+            additionalSections: ["server", "xignin"]
+        )
+    }
+
+    /// The plugins' services: the identity provider's registration API, which nobody calls.
+    static func environment() -> PluginEnvironment {
+        PluginEnvironment(
+            services: PluginServices().setting(
+                CustomRegistrationAPIKey.self,
+                named: "unused",
+                to: UnusedRegistrationAPI()
+            )
+        )
+    }
 }
 
-/// Runs `body` with a fresh manager; the linked service answers 204 when `linkedServiceAccepts`.
-func withXignIn(
-    registration: String = "open",
-    linkedServiceAccepts: Bool = true,
-    _ body: (XignInFixture) async throws -> Void
+/// Runs `body` with the port of a linked service that records what it receives and answers 204
+/// when `accepts`, else 400.
+func withLinkedService(
+    accepts: Bool,
+    _ body: (_ port: Int, Deliveries) async throws -> Void
 ) async throws {
-    let deliveries = Deliveries(accepts: linkedServiceAccepts)
+    let deliveries = Deliveries(accepts: accepts)
     let router = Router()
     router.post("/provision") { request, _ -> Response in
         var request = request
@@ -139,31 +232,46 @@ func withXignIn(
         tasks.addTask { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { return }
+        do {
+            try await body(port, deliveries)
+        } catch {
+            await group.triggerGracefulShutdown()
+            throw error
+        }
+        await group.triggerGracefulShutdown()
+        try await tasks.waitForAll()
+    }
+}
+
+/// Runs `body` with a fresh manager on a fresh storage; the linked service answers 204 when
+/// `linkedServiceAccepts`. With `earlierDatabase`, the manager first imports the folder an
+/// earlier version kept its own database in.
+func withXignIn(
+    registration: String = "open",
+    linkedServiceAccepts: Bool = true,
+    earlierDatabase: URL? = nil,
+    _ body: (XignInFixture) async throws -> Void
+) async throws {
+    try await withLinkedService(accepts: linkedServiceAccepts) { port, deliveries in
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "gatehouse-xignin-\(UUID().uuidString)"
         )
         defer { try? FileManager.default.removeItem(at: directory) }
+        let location = try TestDatabaseLocation(folder: directory.appendingPathComponent("server"))
+        defer { location.drop() }
+        let storage = try await location.open()
         do {
-            let manifest = try ManifestLoader.jsonAndYAML.parse(
-                Data(XignInFixture.manifest(registration: registration, webhookPort: port).utf8),
-                format: YAMLManifestFormat(),
-                source: "xignin.yaml",
-                additionalSections: ["server", "xignin"]
-            )
-            let environment = PluginEnvironment(
-                services: PluginServices().setting(
-                    CustomRegistrationAPIKey.self,
-                    named: "unused",
-                    to: UnusedRegistrationAPI()
-                )
-            )
+            let manifest = try XignInFixture.parsedManifest(registration: registration, webhookPort: port)
+            let environment = XignInFixture.environment()
             let manager = try XignInManager(
                 manifest: manifest,
-                directory: directory.appendingPathComponent("server/xignin"),
+                storage: storage,
+                mail: OutboxMailSender(directory: directory.appendingPathComponent("server/xignin/outbox")),
                 environment: environment
             )
-            let server = try EmbeddedTokenServer(
-                directory: directory.appendingPathComponent("server"),
+            if let earlierDatabase { try await manager.importEarlierDatabase(in: earlierDatabase) }
+            let server = try await EmbeddedTokenServer(
+                storage: storage,
                 manifest: manifest,
                 registry: try PluginRegistry.builtIn,
                 environment: environment,
@@ -171,14 +279,19 @@ func withXignIn(
             )
             let registry = try Registry(dataDirectory: directory.appendingPathComponent("device")) { _ in server }
             try await body(
-                XignInFixture(directory: directory, server: server, registry: registry, deliveries: deliveries)
+                XignInFixture(
+                    directory: directory,
+                    server: server,
+                    storage: storage,
+                    registry: registry,
+                    deliveries: deliveries
+                )
             )
         } catch {
-            await group.triggerGracefulShutdown()
+            await storage.shutdown()
             throw error
         }
-        await group.triggerGracefulShutdown()
-        try await tasks.waitForAll()
+        await storage.shutdown()
     }
 }
 
