@@ -93,26 +93,29 @@ final class BalancedInstances {
         do {
             let front = try HarnessFailure.require(LoopbackPort.free(), "no free loopback port for HAProxy")
             let url = "http://127.0.0.1:\(front)"
-            let example = try String(
+            let text = try String(
                 contentsOf: packageRoot.appendingPathComponent("Examples/manifests/\(example)"),
                 encoding: .utf8
             )
             // The instances name the balancer in DPoP proofs they check and in the login's and
             // the XignIn manager's addresses, not themselves.
-            guard let server = example.range(of: "\nserver:\n") else {
+            guard let server = text.range(of: "\nserver:\n") else {
                 throw HarnessFailure("Examples/manifests/\(example) has no top-level server section")
             }
             let manifest = directory.appendingPathComponent("manifest.yaml")
-            try edit(example.replacingCharacters(in: server, with: "\nserver:\n  publicURL: \(url)\n"))
+            try edit(text.replacingCharacters(in: server, with: "\nserver:\n  publicURL: \(url)\n"))
                 .write(to: manifest, atomically: true, encoding: .utf8)
 
             var instanceURLs: [Instance: String] = [:]
             // One after the other: the first creates the schema's tables, the second finds them.
             for instance in Instance.allCases {
-                let session = try Session([
-                    "serve", "--manifest", manifest.path, "--database", database.url(schema: schema, pool: 4),
-                    "--port", "0", "--log-level", "warning", "--shutdown-timeout", "2",
-                ])
+                let session = try Session(
+                    [
+                        "serve", "--manifest", manifest.path, "--database", database.url(schema: schema, pool: 4),
+                        "--port", "0", "--log-level", "warning", "--shutdown-timeout", "2",
+                    ],
+                    environment: ["XDG_DATA_HOME": dataFolder(of: instance, in: directory).path]
+                )
                 started[instance] = session
                 instanceURLs[instance] = try await served(by: session)
             }
@@ -144,6 +147,14 @@ final class BalancedInstances {
             try? FileManager.default.removeItem(at: directory)
             throw error
         }
+    }
+
+    /// Each instance's own data folder (`XDG_DATA_HOME`), where it keeps what is not in the
+    /// database, such as the XignIn manager's outbox.
+    func dataFolder(of instance: Instance) -> URL { Self.dataFolder(of: instance, in: directory) }
+
+    private static func dataFolder(of instance: Instance, in directory: URL) -> URL {
+        directory.appendingPathComponent("\(instance.rawValue)-data")
     }
 
     /// HAProxy's configuration: one front on `front`, round robin over the instances, `pins`
