@@ -266,7 +266,7 @@ extension ServerStore {
     /// Returns whether this change removed it (false: it was gone already).
     @discardableResult
     func deleteProfile(_ profileID: String, now: Double, _ db: any SQLSession) throws -> Bool {
-        try endTransactions(askedOf: profileID, reason: "user_deregistered", now: now, db)
+        try endTransactions(askedOf: profileID, .deregistered, now: now, db)
         try db.execute(sql: "DELETE FROM profiles WHERE id = ?", arguments: [profileID])
         let removed = db.changesCount > 0
         try activeTokens.evictOnCommit(.profile(profileID), db)

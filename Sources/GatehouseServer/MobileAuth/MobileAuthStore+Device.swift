@@ -127,12 +127,8 @@ extension ServerStore {
 
     /// Expired (swept or not) is "not found", answered or superseded is "already handled".
     private func requireOpen(_ transaction: SQLRow, now: Double) throws {
-        let status: String = transaction["status"]
-        guard status != "expired", (transaction["expires_at"] as Double) > now || status != "pending" else {
-            throw StoreRefusal.notFound(MobileAuthRequestError(.notFound, message: "The request expired."))
-        }
-        guard status == "pending" else {
-            throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled))
+        if let refusal = try self.transaction(transaction).refusalToDevice(at: now) {
+            throw Self.storeRefusal(refusal)
         }
     }
 
@@ -162,106 +158,67 @@ extension ServerStore {
                 let answer = try? WireCoding.decode(MobileAuthAnswer.self, from: opened),
                 answer.transactionID == transactionID
             else { throw StoreRefusal.request("The answer could not be opened for this transaction.") }
+            // A spent nonce: this device answered already (the machine refuses); an unspent one
+            // must be this request's.
             let nonceHash: Data = row["nonce_hash"]
-            guard !nonceHash.isEmpty else { throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled)) }
-            guard ConstantTime.equals(Data(SHA256.hash(data: answer.nonce.data)), nonceHash) else {
+            guard nonceHash.isEmpty || ConstantTime.equals(Data(SHA256.hash(data: answer.nonce.data)), nonceHash) else {
                 throw StoreRefusal.request("The answer does not carry this request's nonce.")
             }
-            try self.record(proof, db)
-            try db.execute(
-                sql: "UPDATE mobile_deliveries SET nonce_hash = ? WHERE transaction_id = ? AND profile_id = ?",
-                arguments: [Data(), transactionID, profileID]
+            var transaction = try self.transaction(row)
+            var deviceAnswer = MobileAuthTransaction.DeviceAnswer(
+                device: profileID,
+                decision: answer.decision == .deny ? .deny(answer.reason) : .approve(number: answer.number),
+                alreadyAnswered: nonceHash.isEmpty
             )
-            if answer.decision == .deny {
-                try self.end(
-                    transactionID,
-                    status: .denied,
-                    reason: (answer.reason ?? .notAccepted).rawValue,
-                    now: proof.now,
-                    by: profileID,
-                    db
-                )
-                return .ended(.denied)
+            var kept: AnswerSignature?
+            if answer.decision == .accept, let signingHash = row["signing_data_hash"] as Data? {
+                (deviceAnswer.signature, kept) = Self.checkSignature(answer, signingHash: signingHash, device: device)
             }
-            if let expected = row["number"] as Int? {
-                guard let typed = answer.number, ConstantTime.equals(String(typed), String(expected)) else {
-                    // One try: a wrong number ends the transaction, so it cannot be guessed.
-                    try self.end(
+            let actions = transaction.answer(deviceAnswer, at: proof.now)
+            try self.record(proof, db)
+            switch try self.carryOut(actions, transaction: transactionID, signature: kept, db) {
+            case .reply(let status):
+                return .ended(status)
+            case .startFlow:
+                return .flow(
+                    try self.startTransactionFlow(
                         transactionID,
-                        status: .denied,
-                        reason: "invalid_answer",
-                        now: proof.now,
-                        by: profileID,
+                        profileID: profileID,
+                        proof: proof,
+                        plan: plan,
+                        flowLifetime: flowLifetime,
                         db
                     )
-                    return .ended(.denied)
-                }
-            }
-            if let signingHash = row["signing_data_hash"] as Data?,
-                try !self.verifySignature(answer, signingHash: signingHash, device: device, transactionID, db)
-            {
-                // Kept with its verdict for the portal; the transaction ends.
-                try self.end(
-                    transactionID,
-                    status: .denied,
-                    reason: "invalid_signature",
-                    now: proof.now,
-                    by: profileID,
-                    db
                 )
-                return .ended(.denied)
+            case .done:
+                // Ended by another change first, with nothing to answer: as every ended transaction.
+                throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled))
             }
-            let method = MobileAuthMethod(rawValue: row["method"]) ?? .confirmation
-            guard method != .confirmation else {
-                guard try self.end(transactionID, status: .approved, reason: nil, now: proof.now, by: profileID, db)
-                else { throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled)) }
-                try db.execute(
-                    sql: "UPDATE mobile_transactions SET authentication_method = 'confirmation' WHERE id = ?",
-                    arguments: [transactionID]
-                )
-                return .ended(.approved)
-            }
-            return .flow(
-                try self.startTransactionFlow(
-                    transactionID,
-                    profileID: profileID,
-                    proof: proof,
-                    plan: plan,
-                    flowLifetime: flowLifetime,
-                    db
-                )
-            )
         }
     }
 
-    /// Checks and keeps the device's transaction signature; false when it does not verify.
-    private func verifySignature(
+    /// The verdict on the device's transaction signature, and what to keep of it.
+    private static func checkSignature(
         _ answer: MobileAuthAnswer,
         signingHash: Data,
-        device: SQLRow,
-        _ transactionID: String,
-        _ db: any SQLSession
-    ) throws -> Bool {
+        device: SQLRow
+    ) -> (MobileAuthTransaction.DeviceAnswer.Signature, AnswerSignature?) {
         // The device signs the hash of the signing data: the store never holds the data itself.
         let content = MobileAuthAnswer.signedContent(
-            transactionID: transactionID,
+            transactionID: answer.transactionID,
             signingDataHash: signingHash,
             decision: answer.decision
         )
         guard let jwk = answer.publicKey, jwk.thumbprint == device["key_thumbprint"], let key = jwk.publicKey(),
             let signatureData = answer.signature?.data,
-            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData)
-        else { throw StoreRefusal.request("This type signs transactions: sign with the profile's key.") }
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
+            let encodedKey = try? WireCoding.encode(jwk)
+        else { return (.unusable, nil) }
         let verified = key.isValidSignature(signature, for: content)
-        try db.execute(
-            sql: """
-                UPDATE mobile_transactions SET signature = ?, user_public_key = ?, signature_verified = ? WHERE id = ?
-                """,
-            arguments: [
-                signatureData, String(decoding: try WireCoding.encode(jwk), as: UTF8.self), verified, transactionID,
-            ]
+        return (
+            verified ? .verified : .failed,
+            AnswerSignature(signature: signatureData, publicKey: String(decoding: encodedKey, as: UTF8.self))
         )
-        return verified
     }
 
     private func startTransactionFlow(

@@ -12,77 +12,41 @@ extension ServerStore {
     /// device, superseded, expired).
     func approveTransaction(for flow: FlowRow, now: Double, _ db: any SQLSession) throws {
         guard let id = flow.transactionID else { return }
-        let open = try Bool.fetchOne(
-            db,
-            sql: "SELECT 1 FROM mobile_transactions WHERE id = ? AND status = 'pending' AND expires_at > ?",
-            arguments: [id, now]
-        )
-        guard open == true else { throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled)) }
-        let method = flow.state.plan.stages.first.map(\.plugin)
-        // Ended by another device's answer (or superseded) since the check: not approved here.
-        guard try end(id, status: .approved, reason: nil, now: now, by: flow.profileID, db) else {
+        guard var transaction = try self.transaction(id, db) else {
             throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled))
         }
-        try db.execute(
-            sql: "UPDATE mobile_transactions SET authentication_method = ? WHERE id = ?",
-            arguments: [method, id]
-        )
+        let method = flow.state.plan.stages.first.map(\.plugin)
+        try carryOut(transaction.flowApproved(method: method, by: flow.profileID, at: now), transaction: id, db)
     }
 
     /// A flow for a transaction ended without approving it.
     func flowEndedWithoutApproval(_ flow: FlowRow, refused: Bool, now: Double, _ db: any SQLSession) throws {
-        guard let id = flow.transactionID else { return }
-        try end(
-            id,
-            status: .denied,
-            reason: refused ? "invalid_answer" : "not_accepted",
-            now: now,
-            by: flow.profileID,
-            db
-        )
+        guard let id = flow.transactionID, var transaction = try self.transaction(id, db) else { return }
+        let actions = transaction.flowEndedUnapproved(refused: refused, by: flow.profileID, at: now)
+        try carryOut(actions, transaction: id, db)
     }
 
     /// Ends the pending transactions `profileID` was asked about that no other device can still answer.
-    func endTransactions(askedOf profileID: String, reason: String, now: Double, _ db: any SQLSession) throws {
-        let ids = try String.fetchAll(
+    func endTransactions(
+        askedOf profileID: String,
+        _ loss: MobileAuthTransaction.DeviceLoss,
+        now: Double,
+        _ db: any SQLSession
+    ) throws {
+        let rows = try SQLRow.fetchAll(
             db,
             sql: """
-                SELECT t.id FROM mobile_transactions t JOIN mobile_deliveries d ON d.transaction_id = t.id
+                SELECT t.* FROM mobile_transactions t JOIN mobile_deliveries d ON d.transaction_id = t.id
                 WHERE d.profile_id = ? AND t.status = 'pending'
                 AND NOT EXISTS (SELECT 1 FROM mobile_deliveries o JOIN mobile_enrolments e ON e.profile_id = o.profile_id
                     WHERE o.transaction_id = t.id AND o.profile_id != ? AND NOT e.disenrolled)
                 """,
             arguments: [profileID, profileID]
         )
-        for id in ids { try end(id, status: .denied, reason: reason, now: now, db) }
-    }
-
-    /// Ends a pending transaction and, when it has a callback, puts the callback in the outbox. The
-    /// sealed payloads go: nobody may read them any more, and a key that leaks later opens nothing.
-    /// False when it was no longer pending (another change ended it first).
-    @discardableResult
-    func end(
-        _ id: String,
-        status: MobileAuthTransactionStatus,
-        reason: String?,
-        now: Double,
-        by profileID: String? = nil,
-        _ db: any SQLSession
-    ) throws -> Bool {
-        try db.execute(
-            sql: """
-                UPDATE mobile_transactions SET status = ?, reason = ?, answered_at = ?, answered_by = ?,
-                    callback_state = CASE WHEN callback_uri IS NULL THEN 'none' ELSE 'due' END, callback_next_at = ?
-                WHERE id = ? AND status = 'pending'
-                """,
-            arguments: [status.rawValue, reason, now, profileID, now, id]
-        )
-        guard db.changesCount == 1 else { return false }
-        try db.execute(
-            sql: "UPDATE mobile_deliveries SET sealed = ? WHERE transaction_id = ?",
-            arguments: [Data(), id]
-        )
-        return true
+        for row in rows {
+            var transaction = try self.transaction(row)
+            try carryOut(transaction.devicesGone(loss, at: now), transaction: row["id"], db)
+        }
     }
 
     // MARK: - The portal's side
@@ -96,16 +60,15 @@ extension ServerStore {
                     arguments: [id, apiClient]
                 )
             else { return nil }
-            var status = MobileAuthTransactionStatus(rawValue: row["status"]) ?? .pending
-            var reason: String? = row["reason"]
-            if status == .pending, (row["expires_at"] as Double) <= now { (status, reason) = (.expired, "expired") }
+            // The machine's view of it now: a lapsed transaction the sweep has not reached reads as expired.
+            let reported = try self.transaction(row).reported(at: now)
             return PortalTransactionResult(
                 transactionID: id,
                 userID: row["subject"],
                 type: row["type"],
-                status: status,
+                status: reported.status,
                 authenticationMethod: row["authentication_method"],
-                reason: reason,
+                reason: reported.reason,
                 createdAt: row["created_at"],
                 answeredAt: row["answered_at"],
                 signature: row["signature"],
@@ -138,12 +101,18 @@ extension ServerStore {
     /// hung) is tried at most `maxAttempts` times in all; one that has had them is failed instead.
     func dueCallbacks(now: Double, maxAttempts: Int) async throws -> [DueCallback] {
         try await write { db in
-            let lapsed = try String.fetchAll(
+            let lapsed = try SQLRow.fetchAll(
                 db,
-                sql: "SELECT id FROM mobile_transactions WHERE status = 'pending' AND expires_at <= ?",
+                sql: """
+                    SELECT id, \(Self.transactionColumns) FROM mobile_transactions
+                    WHERE status = 'pending' AND expires_at <= ?
+                    """,
                 arguments: [now]
             )
-            for id in lapsed { try self.end(id, status: .expired, reason: "expired", now: now, db) }
+            for row in lapsed {
+                var transaction = try self.transaction(row)
+                try self.carryOut(transaction.expire(at: now), transaction: row["id"], db)
+            }
             // Ended transactions are kept 30 days for the portal to read, then forgotten.
             try db.execute(
                 sql: """

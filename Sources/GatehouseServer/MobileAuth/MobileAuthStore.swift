@@ -54,7 +54,7 @@ extension ServerStore {
                         sql: "UPDATE mobile_enrolments SET disenrolled = TRUE, push_token = NULL WHERE profile_id = ?",
                         arguments: [other]
                     )
-                    try self.endTransactions(askedOf: other, reason: "device_disenrolled", now: proof.now, db)
+                    try self.endTransactions(askedOf: other, .disenrolled, now: proof.now, db)
                     // Its events channels look again, find it disenrolled, and end.
                     try db.announce(EventChannelHub.wakeAnnouncement(other))
                 }
@@ -191,27 +191,30 @@ extension ServerStore {
                 throw StoreRefusal.noEnrolledDevice
             }
             if new.type.supersedesPending {
-                let superseded = try String.fetchAll(
+                let superseded = try SQLRow.fetchAll(
                     db,
                     sql: """
-                        SELECT id FROM mobile_transactions WHERE api_client = ? AND identity_provider = ? AND subject = ?
-                            AND type = ? AND status = 'pending'
+                        SELECT id, \(Self.transactionColumns) FROM mobile_transactions
+                        WHERE api_client = ? AND identity_provider = ? AND subject = ? AND type = ? AND status = 'pending'
                         """,
                     arguments: [new.apiClient, new.user.identityProvider, new.user.subject, new.type.name]
                 )
-                for id in superseded { try self.end(id, status: .denied, reason: "superseded", now: new.now, db) }
+                for row in superseded {
+                    var older = try self.transaction(row)
+                    try self.carryOut(older.superseded(at: new.now), transaction: row["id"], db)
+                }
             }
             try db.execute(
                 sql: """
                     INSERT INTO mobile_transactions (id, api_client, identity_provider, subject, type, method, message,
                         number, signing_data_hash, callback_uri, status, created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     new.id, new.apiClient, new.user.identityProvider, new.user.subject, new.type.name,
                     new.type.method.rawValue, new.message, new.number,
-                    new.signingData.map { Data(SHA256.hash(data: Data($0.utf8))) }, new.callbackURI, new.now,
-                    new.now + Double(new.type.timeToLive),
+                    new.signingData.map { Data(SHA256.hash(data: Data($0.utf8))) }, new.callbackURI,
+                    MobileAuthTransaction.State.pending.status.rawValue, new.now, new.now + Double(new.type.timeToLive),
                 ]
             )
             var deliveries: [Delivery] = []
