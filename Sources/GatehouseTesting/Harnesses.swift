@@ -3,7 +3,10 @@ public import GatehouseKernel
 
 /// Runs an authenticator's client half against its server half in memory, through the same
 /// kernel `FlowMachine` the token server runs, so a plugin tested alone counts attempts,
-/// deregisters at the maximum and stores registrations exactly as in production.
+/// deregisters at the maximum and stores registrations exactly as in production. It hands the
+/// machine the same facts the server does: a decision that comes after
+/// `FlowMachine.attemptHoldLifetime` on ``clock``, or after the registration changed, is refused
+/// uncounted.
 ///
 /// It keeps one profile's counter and the server half's registration between calls, and records
 /// every message the client sent.
@@ -204,6 +207,10 @@ public actor AuthenticatorHarness {
         let counted = state.plan.kind == .authentication ? counter : nil
         var machine = FlowMachine(state: state)
         if let reply = try apply(machine.messageArrived(counter: counted)) { return reply }
+        // What the server's store knows when the decision comes back: whether the held attempt
+        // outlived its lifetime, and whether the registration changed while the plugin looked.
+        let heldUntil = clock.now.addingTimeInterval(FlowMachine.attemptHoldLifetime)
+        let registrationSeen = registration
         var session = machine.state.session
         let index = sessions.count
         sessions.append(session)
@@ -226,7 +233,11 @@ public actor AuthenticatorHarness {
         } else {
             outcome = await StageOutcome.authenticator(type) { try await verifier.verify(request) }
         }
-        let applied = machine.apply(outcome, counter: state.plan.kind == .authentication ? counter : nil)
+        let facts = OutcomeFacts(
+            holdLapsed: machine.state.attempt == .held && heldUntil <= clock.now,
+            registrationChanged: registration != registrationSeen
+        )
+        let applied = machine.apply(outcome, counter: state.plan.kind == .authentication ? counter : nil, facts: facts)
         guard let reply = try apply(applied) else {
             throw GenericError(.requestInvalid, message: "The flow produced no answer.")
         }

@@ -2,6 +2,10 @@ import Foundation
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
 
@@ -79,7 +83,17 @@ final class Session {
         )
     }
 
-    func type(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+    func type(_ line: String) { send(Data((line + "\n").utf8)) }
+
+    /// Writes `bytes` to the process's standard input. A process that has already ended (its
+    /// pipe closed) is not an error here: the test checks what it did. SIGPIPE is ignored, so
+    /// such a write fails with EPIPE instead of ending the test process.
+    func send(_ bytes: Data) {
+        _ = Self.ignoringBrokenPipes
+        try? input.fileHandleForWriting.write(contentsOf: bytes)
+    }
+
+    private static let ignoringBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// Waits (at most 20 s) for the process to end and returns its status.
     func finish() async throws -> Int32 {

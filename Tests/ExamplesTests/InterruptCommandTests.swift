@@ -46,7 +46,7 @@ struct InterruptCommandTests {
     }
 
     /// Ctrl-C, typed at the terminal.
-    func interrupt(_ session: Session) { session.input.fileHandleForWriting.write(Data([0x03])) }
+    func interrupt(_ session: Session) { session.send(Data([0x03])) }
 
     @Test("Ctrl-C at the PIN prompt of `login`: the terminal comes back, the flow is cancelled, status 130")
     func loginAtPinPrompt() async throws {

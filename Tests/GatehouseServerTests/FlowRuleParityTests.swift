@@ -150,8 +150,8 @@ struct FlowRuleParityTests {
         #expect(served == Self.machineVerdict(rule))
     }
 
-    @Test("the harness: the same slow answer after the hold's lifetime is not ruled on (a known gap)")
-    func harnessHasNoFacts() async throws {
+    @Test("the harness rules as the server: an answer decided after the hold's lifetime is refused uncounted")
+    func harnessRulesAlike() async throws {
         let script = StatusScript()
         let manifest = try Manifest(
             ["authenticators": [["id": "scripted", "type": "test.scripted"]]],
@@ -161,10 +161,15 @@ struct FlowRuleParityTests {
         let clock = ManualClock()
         let harness = try AuthenticatorHarness(loaded, maximumFailures: 3, clock: clock)
         _ = try await harness.enroll(responder: ScriptedResponder([.customAuthenticatorRegistration(.data(nil))]))
-        script.delay.withLock { $0 = .milliseconds(400) }
+        // The plugin looks for 2 s; once the harness holds the attempt (the message is in), the
+        // clock passes the hold's lifetime.
+        script.delay.withLock { $0 = .seconds(2) }
+        let sentBefore = await harness.sentMessages.count
         let meanwhile = Task {
-            try await Task.sleep(for: .milliseconds(150))
-            clock.advance(by: ServerStore.holdLifetime + 1)
+            for _ in 0..<400 where await harness.sentMessages.count == sentBefore {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            clock.advance(by: FlowMachine.attemptHoldLifetime + 1)
         }
         var refusal: String?
         do {
@@ -173,11 +178,12 @@ struct FlowRuleParityTests {
             refusal = "\(error.codeName): \(error.message)"
         }
         try await meanwhile.value
-        // The harness has no hold lifetime and hands the machine no OutcomeFacts, so what the
-        // server refuses it accepts. When it learns to, this known issue fails: drop the wrapper.
-        withKnownIssue("AuthenticatorHarness passes no OutcomeFacts to FlowMachine") {
-            #expect(refusal == Self.machineVerdict(.holdLapsed).refusal)
-        }
+        #expect(refusal == Self.machineVerdict(.holdLapsed).refusal)
+        #expect(await harness.failureCount == 0)
+
+        // The same answer in time is accepted: the refusal above is the lapse's, not the plugin's.
+        script.delay.withLock { $0 = .zero }
+        _ = try await harness.authenticate(responder: ScriptedResponder([.customAuthenticator(.data("x"))]))
         #expect(await harness.failureCount == 0)
     }
 }

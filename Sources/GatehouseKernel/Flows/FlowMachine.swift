@@ -23,6 +23,11 @@ public struct FlowMachine: Sendable {
     /// Resumes a flow from the state the host stored.
     public init(state: FlowState) { self.state = state }
 
+    /// Seconds a held attempt lasts while a plugin looks at a message: a decision that comes
+    /// later (or never, from a request that died) is refused uncounted, as
+    /// ``OutcomeFacts/holdLapsed``. The token server and the testing harness both use it.
+    public static let attemptHoldLifetime = 30.0
+
     /// Starts a flow. `counter` is the profile's (nil for a registration, which has no profile yet).
     public static func start(_ plan: FlowPlan, counter: AttemptCounter?) -> (FlowMachine, [FlowAction]) {
         let machine = FlowMachine(state: FlowState(plan: plan))

@@ -25,7 +25,7 @@ final class ServerStore: Sendable {
     let maxFailures: Int
     /// Seconds an attempt stays held while a plugin looks at a message; a request that takes
     /// longer (or dies) loses it, and its answer is not applied.
-    static let holdLifetime = 30.0
+    static let holdLifetime = FlowMachine.attemptHoldLifetime
 
     /// How long the tokens this store mints live, in seconds.
     struct TokenLifetimes: Sendable {
