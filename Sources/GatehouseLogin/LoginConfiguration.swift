@@ -4,6 +4,7 @@ import GatehouseKernel
 public struct LoginConfiguration: Decodable, Sendable {
     /// An OAuth client of the hosted login (the token server's `idp.browser` is one).
     public struct Client: Decodable, Sendable {
+        /// The OAuth `client_id`. Unique among the clients.
         public var id: String
         /// Shown on the login and consent pages.
         public var name: String
@@ -21,6 +22,9 @@ public struct LoginConfiguration: Decodable, Sendable {
             case id, name, redirectURIs, loopbackRedirectPaths, consent, scopes
         }
 
+        /// Reads the client; only `id` is required (`name` defaults to it). Throws when a scope
+        /// is not printable ASCII without space, quote or backslash, when there is neither a
+        /// redirect URI nor a loopback redirect path, or when a loopback path does not start with `/`.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(String.self, forKey: .id)
@@ -45,6 +49,7 @@ public struct LoginConfiguration: Decodable, Sendable {
         }
     }
 
+    /// The OAuth clients that may use the hosted login (`clients`, at least one).
     public var clients: [Client]
     /// Seconds an authorization code may wait to be redeemed (10–600, default 60; RFC 9700 asks
     /// for short-lived codes, at most 10 minutes).
@@ -70,6 +75,8 @@ public struct LoginConfiguration: Decodable, Sendable {
             passwordChecksPerMinute, pagesPerMinute
     }
 
+    /// Reads the section. Throws on a value out of its range, when `clients` is missing or empty,
+    /// or when two clients share an id.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         clients = try container.decode([Client].self, forKey: .clients)

@@ -111,7 +111,7 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     // MARK: - Codes
 
     /// Redeems a code this login issued: once, for its client and redirect, with the PKCE
-    /// verifier. Returns the user. (`idp.browser`'s ``BrowserLoginService``.)
+    /// verifier. Returns the user. (`idp.browser`'s `BrowserLoginService`.)
     public func redeem(
         code: String,
         clientID: String,

@@ -4,7 +4,7 @@ import GatehouseKernel
 import GatehouseProtocol
 public import GatehouseServer
 
-/// The hosted login's state, in the token server's database (``ServerStorage``): the user
+/// The hosted login's state, in the token server's database (`ServerStorage`): the user
 /// directory, authorizations waiting on the login page, and authorization codes. Secrets (CSRF
 /// tokens, codes) are kept only as SHA-256 hashes, passwords only as scrypt hashes. Each change is
 /// one transaction, exact when several instances share a PostgreSQL database at READ COMMITTED:

@@ -20,6 +20,9 @@ public struct PasswordHasher: Sendable, Hashable {
     /// N = 2^15, r = 8, p = 1: 32 MiB and tens of milliseconds per hash, OWASP's recommendation.
     public static let standard = PasswordHasher(logN: 15, blockSize: 8, parallelism: 1)
 
+    /// A hasher with N = 2^`logN`, r = `blockSize` and p = `parallelism`. The values are not
+    /// checked here: ``hash(_:)`` throws when scrypt refuses them. Memory per hash is
+    /// `128 · r · 2^logN` bytes, so each step of `logN` doubles both time and memory.
     public init(logN: Int, blockSize: Int, parallelism: Int) {
         self.logN = logN
         self.blockSize = blockSize

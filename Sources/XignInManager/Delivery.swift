@@ -4,11 +4,17 @@ import GatehouseProtocol
 
 /// An activation message to send to a newly registered user.
 public struct ActivationMail: Sendable, Equatable {
+    /// The registrant's e-mail address; the account id when the registration gave no address.
     public var to: String
+    /// The alias the registrant chose, repeated in the subject and the text.
     public var alias: String
+    /// The one-time code the registrant enters with the activation PIN. It activates the account,
+    /// so treat the message as a secret until it is used or expires (`activationCodeLifetime`).
     public var activationCode: String
+    /// The manager's URL, for the registrant to see where they registered.
     public var managerURL: String
 
+    /// A message for `to` with the code for the registration of `alias` at `managerURL`.
     public init(to: String, alias: String, activationCode: String, managerURL: String) {
         self.to = to
         self.alias = alias
@@ -19,20 +25,29 @@ public struct ActivationMail: Sendable, Equatable {
 
 /// Sends activation codes. The default writes each message to an outbox directory.
 public protocol ActivationMailSender: Sendable {
+    /// Sends `mail`, or throws when it could not be handed on. The client is then answered 500
+    /// `server_error`, though the registration is already stored.
     func send(_ mail: ActivationMail) async throws
 }
 
 /// Writes each activation message as an RFC 5322 `.eml` file into a directory, for a mail
 /// transfer agent (or a person testing) to pick up.
 public struct OutboxMailSender: ActivationMailSender {
+    /// The outbox: created (private to the server's user) at the first message if missing.
     public let directory: URL
+    /// The `From:` address of every message.
     public let from: String
 
+    /// An outbox in `directory`, its messages from `from` (default `no-reply@gatehouse.invalid`,
+    /// which no one can answer: set a real address for mail that leaves the host).
     public init(directory: URL, from: String = "no-reply@gatehouse.invalid") {
         self.directory = directory
         self.from = from
     }
 
+    /// Writes `mail` as a new `<unix time>-<uuid>.eml` file, readable by the server's user only.
+    /// Throws when the folder or the file cannot be written, or when `from`, the address or the
+    /// alias holds a control character or line break (which would add headers to the message).
     public func send(_ mail: ActivationMail) async throws {
         try PrivateFiles.createFolder(directory)
         let id = UUID().uuidString.lowercased()
@@ -109,10 +124,20 @@ enum MailHeader {
 }
 
 /// What a linked service receives after an account's first activation.
+///
+/// On the wire it is a JSON object with the keys `service_mapping_id`, `account_id`, `email` and
+/// `attributes`.
 public struct LinkedServiceDelivery: Codable, Sendable, Equatable {
+    /// The `id` of the service mapping in the manifest (`service_mapping_id`): which service this
+    /// delivery is for.
     public var serviceMappingID: String
+    /// The manager's id of the activated account (`account_id`): the key the service keeps to
+    /// match later sign-ins to its account.
     public var accountID: String
+    /// The account's e-mail address, when the registration gave one.
     public var email: String?
+    /// The personal attributes the registrant gave, by attribute name; empty when none were
+    /// collected.
     public var attributes: [String: String]
 
     enum CodingKeys: String, CodingKey {
@@ -130,6 +155,7 @@ public protocol LinkedServiceProvisioner: Sendable {
 
 /// Posts the delivery as JSON to the service mapping's webhook URL.
 public struct WebhookProvisioner: LinkedServiceProvisioner {
+    /// Seconds one delivery may take, connection to answer (0.1–600, default 10).
     public let timeout: TimeInterval
 
     /// - Parameter timeout: Seconds for the whole call, 0.1–600 (anything else is taken to the nearer end).
@@ -138,6 +164,9 @@ public struct WebhookProvisioner: LinkedServiceProvisioner {
         self.timeout = timeout.isNaN ? 10 : min(max(timeout, 0.1), 600)
     }
 
+    /// Posts `delivery` to `url` as `application/json` and reads at most 4096 bytes of the answer.
+    /// Throws when the call fails or times out, and when the service answers with a status
+    /// outside 200–299.
     public func provision(_ delivery: LinkedServiceDelivery, at url: OutboundURL) async throws {
         let answer = try await OutboundHTTP.post(
             url,

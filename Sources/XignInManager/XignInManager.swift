@@ -16,7 +16,9 @@ import _CryptoExtras
 /// derives a signing key from the output; the manager keeps the OPRF key and that key's public
 /// half, counts activation attempts and locks a code after too many wrong PINs.
 public final class XignInManager: ServerExtension {
+    /// The settings the manager was built with, from the manifest's `xignin` section.
     public let configuration: XignInManagerConfiguration
+    /// `/xignin/`: the token server hands the manager every request under it.
     public var pathPrefix: String { "/xignin/" }
     let store: XignInStore
     let mail: any ActivationMailSender
@@ -66,6 +68,10 @@ public final class XignInManager: ServerExtension {
         store = try XignInStore(storage: storage)
     }
 
+    /// Answers one request under `/xignin/v1/`: `GET configuration`, and `POST pin/evaluate`,
+    /// `registrations` and `activations`. Any other method on those paths gets 405 with `Allow`,
+    /// any other path 404. A refusal is a JSON error with its status; an unexpected failure is
+    /// logged and answered 500 `server_error`, without its details.
     public func handle(_ request: WireRequest) async -> WireResponse {
         do {
             let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path

@@ -70,18 +70,22 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
 
     /// A linked service that gets an account after the first activation.
     public struct ServiceMapping: Decodable, Sendable, Equatable {
+        /// The mapping's name (`id`): sent as `service_mapping_id` with each delivery.
         public var id: String
-        /// Checked whole at start-up (``OutboundURL``): a port out of range, a user, a dot segment or
+        /// The `webhook` URL each delivery is posted to. Checked whole at start-up (`OutboundURL`): a port out of range, a user, a dot segment or
         /// a non-canonical spelling is a manifest error, not a failure at the first delivery.
         public var webhook: OutboundURL
 
         private enum CodingKeys: String, CodingKey { case id, webhook }
 
+        /// A mapping named `id` that delivers to `webhook`.
         public init(id: String, webhook: OutboundURL) {
             self.id = id
             self.webhook = webhook
         }
 
+        /// Reads `id` and `webhook` (both required). Throws when either is missing or the URL is
+        /// not one the server may call.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(String.self, forKey: .id)
@@ -111,6 +115,7 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
     public var blockedEmailDomains: [String]
     /// Default: one category, `email`, that requires an e-mail address.
     public var categories: [Category]
+    /// The linked services that get each account after its first activation (default: none).
     public var serviceMappings: [ServiceMapping]
     /// Seconds an activation code stays valid (60–2592000, default 604800).
     public var activationCodeLifetime: Int
@@ -125,6 +130,8 @@ public struct XignInManagerConfiguration: Decodable, Sendable {
             serviceMappings, activationCodeLifetime, maxActivationAttempts, evaluationsPerMinute
     }
 
+    /// Reads the section; every key may be left out. Throws on a value out of its range, an empty
+    /// or duplicated category list, a category with no type, or a bad service mapping.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         managerURL = try container.decodeIfPresent(String.self, forKey: .managerURL)

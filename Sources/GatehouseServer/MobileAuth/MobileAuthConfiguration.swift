@@ -17,16 +17,19 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
 
     /// A confidential API client (a portal) that starts transactions, with HTTP Basic credentials.
     public struct APIClient: Decodable, Sendable {
+        /// The client's id: its HTTP Basic user name. Unique among the API clients.
         public var id: String
         /// At least 16 characters; also the key of the HMAC that signs its callbacks.
         public var secret: String
         /// Callback URIs must start with one of these; without any, callbacks are refused. Each is
-        /// an ``OutboundURL/Prefix``: compared by scheme, host, port and whole path segments.
+        /// an `OutboundURL.Prefix`: compared by scheme, host, port and whole path segments.
         public var callbackPrefixes: [String]
         private var prefixes: [OutboundURL.Prefix] = []
 
         private enum CodingKeys: String, CodingKey { case id, secret, callbackPrefixes }
 
+        /// Reads `id`, `secret` and `callbackPrefixes` (default: none). Throws when the secret is
+        /// shorter than 16 characters or a prefix is not a URL the server may call.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(String.self, forKey: .id)
@@ -59,7 +62,9 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
 
     /// A business use of mobile authentication (`login`, `payment`), named by the portal.
     public struct TransactionType: Decodable, Sendable {
+        /// The name the portal starts a transaction with. Unique among the types.
         public var name: String
+        /// How the user answers on the device: `confirmation`, `pin`, `biometric` or `custom`.
         public var method: MobileAuthMethod
         /// The manifest id of the authenticator for `biometric` and `custom`.
         public var authenticator: String?
@@ -79,6 +84,9 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
                 supersedesPending
         }
 
+        /// Reads the type; `name` and `method` are required. Throws on a value out of range, a
+        /// `defaultMessage` over ``MobileAuthConfiguration/maxMessageLength`` characters, or an
+        /// `authenticator` missing for `biometric` and `custom` or given for `confirmation` and `pin`.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             name = try container.decode(String.self, forKey: .name)
@@ -108,14 +116,19 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
     /// The longest push message: what an APNs alert shows in full.
     public static let maxMessageLength = 155
 
+    /// How many devices a user may enrol (`enrolment`, default `single`).
     public var enrolment: EnrolmentMode
+    /// The portals that may start transactions (`apiClients`, at least one).
     public var apiClients: [APIClient]
+    /// The transaction types the portals may start (`types`, at least one).
     public var types: [TransactionType]
     /// How often a callback is tried (1–10, default 5), with doubling delays from one second.
     public var callbackAttempts: Int
 
     private enum CodingKeys: String, CodingKey { case enrolment, apiClients, types, callbackAttempts }
 
+    /// Reads the section. Throws on a value out of range, when `apiClients` or `types` is missing
+    /// or empty, or when two clients share an id or two types a name.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         enrolment = try container.decode(EnrolmentMode.self, forKey: .enrolment, default: .single)

@@ -5,6 +5,10 @@ import Synchronization
 /// Delivers a push about a mobile authentication to one device. The token server calls the
 /// transport configured for the device's platform; the events channel it serves itself.
 public protocol PushTransport: Sendable {
+    /// Sends `notification` to the device with push token `token` on `platform`; throws when the
+    /// push service refused it or could not be reached. The server waits two seconds at most and
+    /// logs a push that failed or took longer; the transaction stays pending either way, and the
+    /// device still finds it on its events channel or in its pending list.
     func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws
 }
 
@@ -19,6 +23,7 @@ public final class InProcessPushTransport: PushTransport {
 
     private let state = Mutex(State())
 
+    /// A transport with no listeners and no pushes sent yet.
     public init() {}
 
     /// The pushes sent to `token` from now on.
@@ -37,6 +42,8 @@ public final class InProcessPushTransport: PushTransport {
         state.withLock { $0.history[token] ?? [] }
     }
 
+    /// Records `notification` for `token` (the last 1000 are kept) and hands it to the token's
+    /// listeners. Never throws; `platform` is ignored.
     public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
         let listeners = state.withLock { state in
             state.history[token, default: []].append(notification)
@@ -49,17 +56,26 @@ public final class InProcessPushTransport: PushTransport {
 }
 
 /// An HTTP request to a push service, for a host that holds the service's credentials.
+/// The transports build it; the host's `send` adds the authorization header and posts it.
 public struct PushServiceRequest: Sendable, Equatable {
+    /// The URL to `POST` to.
     public var url: String
+    /// The headers to send, lowercase names; the host adds `authorization`.
     public var headers: [String: String]
+    /// The JSON body.
     public var body: Data
 }
 
 /// Encodes pushes for Apple Push Notification service (HTTP/2 API, `POST /3/device/{token}`) and
 /// hands each request to `send`, which adds the provider token and sends it.
 public struct APNsPushTransport: PushTransport {
+    /// The APNs base URL: `https://api.push.apple.com`, or `https://api.sandbox.push.apple.com`
+    /// for development builds of the app.
     public var host: String
+    /// The `apns-topic`: the app's bundle id.
     public var topic: String
+    /// Adds `authorization: bearer <provider JWT>`, posts the request over HTTP/2 and throws when
+    /// APNs does not answer 200.
     public var send: @Sendable (PushServiceRequest) async throws -> Void
 
     /// `host`: `https://api.push.apple.com` or the sandbox; `topic`: the app's bundle id.
@@ -69,6 +85,10 @@ public struct APNsPushTransport: PushTransport {
         self.send = send
     }
 
+    /// The request for `notification` to the device `token`: `POST <host>/3/device/<token>` with
+    /// an alert payload and the headers `apns-push-type: alert`, `apns-priority: 10`, `apns-topic`,
+    /// `apns-expiration` (when the transaction expires) and `apns-collapse-id` (the transaction's
+    /// id, so a later push about it replaces this one). Throws when the payload cannot be encoded.
     public func request(for notification: PushNotification, token: String) throws -> PushServiceRequest {
         PushServiceRequest(
             url: "\(host)/3/device/\(token)",
@@ -77,6 +97,8 @@ public struct APNsPushTransport: PushTransport {
         )
     }
 
+    /// Builds the request (``request(for:token:)``) and hands it to ``send``; throws what either
+    /// throws. `platform` is ignored.
     public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
         try await send(try request(for: notification, token: token))
     }
@@ -85,14 +107,24 @@ public struct APNsPushTransport: PushTransport {
 /// Encodes pushes for Firebase Cloud Messaging (HTTP v1 `messages:send`) and hands each request
 /// to `send`, which adds the OAuth access token and sends it.
 public struct FCMPushTransport: PushTransport {
+    /// The Firebase project's id, part of the `messages:send` URL.
     public var projectID: String
+    /// Adds `authorization: Bearer <OAuth 2 access token>` (scope
+    /// `https://www.googleapis.com/auth/firebase.messaging`), posts the request and throws when
+    /// FCM does not answer 200.
     public var send: @Sendable (PushServiceRequest) async throws -> Void
 
+    /// A transport for the Firebase project `projectID` that hands each request to `send`.
     public init(projectID: String, send: @escaping @Sendable (PushServiceRequest) async throws -> Void) {
         self.projectID = projectID
         self.send = send
     }
 
+    /// The request for `notification` to the device `token`:
+    /// `POST https://fcm.googleapis.com/v1/projects/<projectID>/messages:send` with a JSON
+    /// `message` naming the token, a tray notification, the custom keys as `data`, a high Android
+    /// priority and a TTL and collapse key of the transaction's. Throws when the message cannot
+    /// be encoded.
     public func request(for notification: PushNotification, token: String) throws -> PushServiceRequest {
         PushServiceRequest(
             url: "https://fcm.googleapis.com/v1/projects/\(projectID)/messages:send",
@@ -101,6 +133,8 @@ public struct FCMPushTransport: PushTransport {
         )
     }
 
+    /// Builds the request (``request(for:token:)``) and hands it to ``send``; throws what either
+    /// throws. `platform` is ignored: FCM reaches Android and Apple devices alike.
     public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
         try await send(try request(for: notification, token: token))
     }

@@ -37,7 +37,7 @@ public final class ServerStorage: Sendable {
 
     /// Opens `database`, brings it to this version's schema, then applies each group of
     /// `migrations` in order (each step once, whichever instance comes first on PostgreSQL).
-    /// Throws a ``DatabaseFailure`` naming the database when it cannot be opened or migrated.
+    /// Throws a `DatabaseFailure` naming the database when it cannot be opened or migrated.
     public static func open(
         _ database: ServerDatabase,
         migrations groups: [MigrationGroup] = [],

@@ -31,10 +31,16 @@ public enum ServerDatabase: Sendable, Equatable, CustomStringConvertible {
 /// A PostgreSQL database and how to reach it, from a URL:
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require&pool=N&schema=NAME]`.
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+    /// The server's host name or address.
     public var host: String
+    /// The server's TCP port (default 5432).
     public var port: Int
+    /// The user the instances connect as, percent-decoded.
     public var username: String
+    /// The user's password, percent-decoded; nil when the URL has none (the server then must
+    /// accept the user without one).
     public var password: String?
+    /// The database's name.
     public var database: String
     /// Whether the connection is encrypted (TLS, certificate verified). Off only when asked
     /// (`sslmode=disable`), for a database on the same host or network namespace.
@@ -44,6 +50,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// The schema the tables live in (it must exist); nil for the user's default search path.
     public var schema: String?
 
+    /// Reads a `postgres://` URL. TLS is on (`sslmode=require`, `verify-full` alike) unless
+    /// `sslmode=disable`; `pool` is 1–512 (default 16). Throws a ``ServerDatabaseError`` when the
+    /// URL names no host, user or database, or has any other option; the message never shows the
+    /// password.
     public init(url text: String) throws {
         guard let components = URLComponents(string: text), let host = components.host, !host.isEmpty else {
             throw ServerDatabaseError("\(Self.redacted(text)) is not a postgres://user@host/database URL")
@@ -84,6 +94,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The URL without the password or the pool size, for logs and error messages.
     public var description: String {
         var options: [String] = []
         if !requireTLS { options.append("sslmode=disable") }
@@ -99,7 +110,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// A database that cannot be used as given: a bad database URL, a migration group given twice or
+/// misnamed, or a change the database did not carry out as the server expected.
 public struct ServerDatabaseError: Error, CustomStringConvertible {
+    /// What is wrong, in a sentence for the operator.
     public var description: String
     init(_ description: String) { self.description = description }
 }
