@@ -58,16 +58,26 @@ final class Session {
         process.standardInput = input
         process.standardOutput = outputPipe
         process.standardError = errorPipe
-        outputPipe.fileHandleForReading.readabilityHandler = { [output] handle in Self.read(handle, into: output) }
-        errorPipe.fileHandleForReading.readabilityHandler = { [errors] handle in Self.read(handle, into: errors) }
         try process.run()
+        Self.collect(outputPipe.fileHandleForReading, into: output)
+        Self.collect(errorPipe.fileHandleForReading, into: errors)
     }
 
-    /// Collects what `handle` has; at its end, stops watching it.
-    private static func read(_ handle: FileHandle, into collected: Collected) {
-        let data = handle.availableData
-        if data.isEmpty { handle.readabilityHandler = nil }
-        collected.append(data)
+    /// Reads `handle` to its end on a thread of its own, with blocking reads. Not a
+    /// `readabilityHandler`: libdispatch's event loop crashed (a bad pointer in
+    /// `_dispatch_event_loop_drain`) with many such pipes opening and closing in one test process.
+    private static func collect(_ handle: FileHandle, into collected: Collected) {
+        let reader = Thread {
+            // What has arrived, as it arrives (`read(upToCount:)` would wait for the whole
+            // count); empty at the end, which tells `collected` so.
+            while true {
+                let data = handle.availableData
+                collected.append(data)
+                if data.isEmpty { break }
+            }
+            try? handle.close()
+        }
+        reader.start()
     }
 
     /// Waits (at most 20 s) until standard output or error contains `text`.

@@ -113,7 +113,8 @@ struct InterruptCommandTests {
         let (second, quickly) = try await ending(twice)
         kill(pid, SIGCONT)
         #expect(second == 130)
-        // The cancellation waits 1.5 s for the server; the second Ctrl-C does not.
-        #expect(quickly < .milliseconds(1200), "\(quickly)")
+        // The cancellation waits 1.5 s for the stopped server; the second Ctrl-C does not. Compared
+        // with the first run's wait in this same test, so a loaded machine slows both alike.
+        #expect(quickly + .milliseconds(500) < took, "second Ctrl-C took \(quickly), a cancellation \(took)")
     }
 }

@@ -117,6 +117,8 @@ final class StatusScript: Sendable {
     private let state = Mutex<(statuses: [Int], checked: Int)>(([], 0))
     /// How long each check takes, for tests that act while a check is under way.
     let delay = Mutex<Duration>(.zero)
+    /// Checks begun (counted before the delay): a test waits for it to act while one is under way.
+    let begun = Mutex(0)
 
     func answer(_ statuses: Int...) { state.withLock { $0.statuses += statuses } }
     var checked: Int { state.withLock { $0.checked } }
@@ -158,6 +160,7 @@ extension PluginRegistry {
             service: ClosureCustomAuthenticatorService(
                 register: { _ in try script.next() },
                 authenticate: { _ in
+                    script.begun.withLock { $0 += 1 }
                     let delay = script.delay.withLock { $0 }
                     if delay > .zero { try await Task.sleep(for: delay) }
                     return try script.next()

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-public import GatehouseProtocol
+import GatehouseProtocol
 public import Logging
 
 /// The token server's database, opened: the engine the server's stores and its extensions'
