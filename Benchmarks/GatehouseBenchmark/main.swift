@@ -394,7 +394,14 @@ if operations.contains("push") || operations.contains("steady") {
     // The demo manifest names the command line's simulated biometric sensor; the benchmark gives it one.
     let plugins = try PluginRegistry.builtIn.load(
         manifest,
-        environment: PluginEnvironment(logger: quiet, services: ["simulated-sensor": SimulatedBiometricSensor()]),
+        environment: PluginEnvironment(
+            logger: quiet,
+            services: PluginServices().setting(
+                SimulatedBiometricSensorKey.self,
+                named: "simulated-sensor",
+                to: SimulatedBiometricSensor()
+            )
+        ),
         sides: .client
     )
     var clients: [(UserClient, UserProfile)] = []

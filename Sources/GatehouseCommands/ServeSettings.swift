@@ -81,19 +81,6 @@ struct ServeSettings {
         return database
     }
 
-    /// The SQLite file beside which the hosted login and the XignIn manager keep their own state.
-    /// They are one instance's: with PostgreSQL (several instances) they are not offered.
-    static func sqliteDatabase(_ text: String?, for component: String) throws -> String {
-        switch try database(text) {
-        case .sqlite(let path): return path
-        case .postgres:
-            throw SettingError(
-                "\(component) keeps its state in SQLite files beside a SQLite database, one instance's: "
-                    + "it is not available with a PostgreSQL database"
-            )
-        }
-    }
-
     func logger(_ label: String) -> Logger {
         var logger =
             switch logFormat {
