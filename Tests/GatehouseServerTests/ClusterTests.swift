@@ -84,6 +84,37 @@ final class Balancer: TokenServerTransport {
     }
 }
 
+/// `servers`, each served over HTTP on a loopback port of its own, behind a ``Balancer`` that
+/// names `publicURL`; they stop serving when `body` returns or throws.
+func servingBehindBalancer(
+    _ servers: [TokenServer],
+    publicURL: String,
+    logger: Logger,
+    _ body: (Balancer) async throws -> Void
+) async throws {
+    let (ports, announced) = AsyncStream.makeStream(of: Int.self)
+    let applications = servers.map { server in
+        HTTPTokenServer.application(server: server, port: 0, logger: logger) { announced.yield($0) }
+    }
+    let group = ServiceGroup(configuration: .init(services: applications, logger: logger))
+    try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await group.run() }
+        var listening: [Int] = []
+        for await port in ports {
+            listening.append(port)
+            if listening.count == servers.count { break }
+        }
+        do {
+            try await body(Balancer(ports: listening, publicURL: publicURL))
+        } catch {
+            await group.triggerGracefulShutdown()
+            throw error
+        }
+        await group.triggerGracefulShutdown()
+        try await tasks.waitForAll()
+    }
+}
+
 /// Three `TokenServer`s on one PostgreSQL schema, each served over HTTP on its own loopback port,
 /// behind a ``Balancer``; `body` gets a fixture whose transport is the balancer.
 func withCluster(
@@ -119,21 +150,9 @@ func withCluster(
             )
         )
     }
-    let (ports, announced) = AsyncStream.makeStream(of: Int.self)
-    let applications = servers.map { server in
-        HTTPTokenServer.application(server: server, port: 0, logger: serverLog.logger) { announced.yield($0) }
-    }
-    let group = ServiceGroup(configuration: .init(services: applications, logger: serverLog.logger))
     let servedServers = servers
     do {
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            var listening: [Int] = []
-            for await port in ports {
-                listening.append(port)
-                if listening.count == count { break }
-            }
-            let balancer = Balancer(ports: listening, publicURL: publicURL)
+        try await servingBehindBalancer(servers, publicURL: publicURL, logger: serverLog.logger) { balancer in
             let fixture = Fixture(
                 directory: directory,
                 server: servedServers[0],
@@ -145,14 +164,7 @@ func withCluster(
                 pushes: pushes,
                 clock: SystemWallClock()
             )
-            do {
-                try await body(fixture, balancer, servedServers)
-            } catch {
-                await group.triggerGracefulShutdown()
-                throw error
-            }
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
+            try await body(fixture, balancer, servedServers)
         }
     } catch {
         for server in servers { await server.shutdown() }

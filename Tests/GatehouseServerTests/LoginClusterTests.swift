@@ -72,27 +72,9 @@ private func withLoginCluster(
             )
         }
         try await logins[0].addUser("ann@example.com", password: "correct horse")
-        let (ports, announced) = AsyncStream.makeStream(of: Int.self)
-        let applications = servers.map { server in
-            HTTPTokenServer.application(server: server, port: 0, logger: logger) { announced.yield($0) }
-        }
-        let group = ServiceGroup(configuration: .init(services: applications, logger: logger))
         let servedLogins = logins
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            var listening: [Int] = []
-            for await port in ports {
-                listening.append(port)
-                if listening.count == count { break }
-            }
-            do {
-                try await body(Balancer(ports: listening, publicURL: "http://login.cluster.test"), servedLogins)
-            } catch {
-                await group.triggerGracefulShutdown()
-                throw error
-            }
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
+        try await servingBehindBalancer(servers, publicURL: "http://login.cluster.test", logger: logger) { balancer in
+            try await body(balancer, servedLogins)
         }
     } catch {
         await shutDown()

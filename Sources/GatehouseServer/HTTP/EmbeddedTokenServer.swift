@@ -40,14 +40,7 @@ public struct EmbeddedTokenServer: TokenServerTransport {
             pushTransports: pushTransports,
             metrics: metrics
         )
-        // The PIN's protection against offline guessing rests on keys the attacker cannot read;
-        // here they sit in the app's own data.
-        environment.logger.warning(
-            """
-            The embedded token server keeps its OPRF keys in the app's own data: whoever copies that data can \
-            guess PINs offline. Use a remote token server where that matters.
-            """
-        )
+        Self.warnOfKeysInAppData(environment.logger)
     }
 
     /// A server for `manifest` on `storage`, the database its extensions' stores share (opened
@@ -70,7 +63,13 @@ public struct EmbeddedTokenServer: TokenServerTransport {
             pushTransports: pushTransports,
             metrics: metrics
         )
-        environment.logger.warning(
+        Self.warnOfKeysInAppData(environment.logger)
+    }
+
+    /// The PIN's protection against offline guessing rests on keys the attacker cannot read; an
+    /// embedded server keeps them in the app's own data.
+    private static func warnOfKeysInAppData(_ logger: Logger) {
+        logger.warning(
             """
             The embedded token server keeps its OPRF keys in the app's own data: whoever copies that data can \
             guess PINs offline. Use a remote token server where that matters.
