@@ -24,6 +24,9 @@ let package = Package(
         .library(name: "GatehouseResourceServer", targets: ["GatehouseResourceServer"]),
         .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
         .library(name: "GatehouseLogin", targets: ["GatehouseLogin"]),
+        // JOSE, discovery and a relying party for OpenID Connect: the hosted login signs with it,
+        // federates through it, and a web app can sign in with it.
+        .library(name: "GatehouseOpenID", targets: ["GatehouseOpenID"]),
         .library(name: "TOTPAuthenticator", targets: ["TOTPAuthenticator"]),
         .library(name: "InvitationIdentityProvider", targets: ["InvitationIdentityProvider"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
@@ -75,6 +78,16 @@ let package = Package(
         .target(
             name: "GatehouseProtocol",
             dependencies: ["GatehouseKernel", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // OpenID Connect: JWKs and JWSs (RS256, ES256), ID-token claims, discovery documents, and
+        // a relying party (code + PKCE + nonce, ID tokens checked against the provider's JWKS).
+        .target(
+            name: "GatehouseOpenID",
+            dependencies: [
+                "GatehouseProtocol", "GatehouseOutbound",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
         ),
         // The server side's outbound HTTP calls through AsyncHTTPClient: timeouts, no redirects.
         .target(
@@ -177,6 +190,7 @@ let package = Package(
             name: "GatehouseLogin",
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "BrowserIdentityProvider",
+                "GatehouseOpenID", "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -340,6 +354,10 @@ let package = Package(
         .testTarget(
             name: "CustomAPIIdentityProviderTests",
             dependencies: ["CustomAPIIdentityProvider", "GatehouseKernel", "GatehouseTesting"]
+        ),
+        .testTarget(
+            name: "GatehouseOpenIDTests",
+            dependencies: ["GatehouseOpenID", "GatehouseProtocol", "GatehouseTesting"]
         ),
         .testTarget(
             name: "GatehouseLoginTests",
