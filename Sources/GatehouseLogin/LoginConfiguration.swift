@@ -1,4 +1,7 @@
+import Foundation
 import GatehouseKernel
+public import GatehouseOpenID
+import GatehouseOutbound
 
 /// The manifest's `login` section: the hosted login's OAuth clients, code lifetime and lockout.
 public struct LoginConfiguration: Decodable, Sendable {
@@ -17,9 +20,37 @@ public struct LoginConfiguration: Decodable, Sendable {
         public var consent: Bool
         /// The scopes the client may ask for (default: openid); any other is refused.
         public var scopes: [String]
+        /// A confidential client's secret (at least 16 characters), sent to the token endpoint
+        /// with HTTP Basic (`client_secret_basic`) or in the form (`client_secret_post`). A client
+        /// without one is public: it proves itself with PKCE alone.
+        public var secret: String?
+        /// Where RP-initiated logout may send the browser afterwards, compared exactly.
+        public var postLogoutRedirectURIs: [String]
+        /// Where the login POSTs a logout token when a session this client took part in ends
+        /// (OpenID Connect Back-Channel Logout 1.0); http(s) only.
+        public var backchannelLogoutURI: String?
+        /// `public` (default): `sub` is the user's Gatehouse subject, the same for every client;
+        /// `pairwise`: a value of its own for this client's redirect host (Core 1.0 §8.1).
+        public var subjectType: SubjectType
+        /// How its ID tokens are signed: RS256 (default) or ES256.
+        public var idTokenSigningAlgorithm: JSONWebSignature.Algorithm
+        /// Whether the token endpoint gives this client refresh tokens (default true).
+        public var refreshTokens: Bool
+
+        /// How `sub` is chosen for a client.
+        public enum SubjectType: String, Decodable, Sendable {
+            /// The user's subject, the same at every client.
+            case `public`
+            /// A value of the user's own for each sector (the redirect URIs' host).
+            case pairwise
+        }
+
+        /// Whether the client has a secret (it is confidential).
+        public var isConfidential: Bool { secret != nil }
 
         private enum CodingKeys: String, CodingKey {
-            case id, name, redirectURIs, loopbackRedirectPaths, consent, scopes
+            case id, name, redirectURIs, loopbackRedirectPaths, consent, scopes, secret, postLogoutRedirectURIs,
+                backchannelLogoutURI, subjectType, idTokenSigningAlgorithm, refreshTokens
         }
 
         /// Reads the client; only `id` is required (`name` defaults to it). Throws when a scope
@@ -46,6 +77,60 @@ public struct LoginConfiguration: Decodable, Sendable {
             for path in loopbackRedirectPaths where !path.hasPrefix("/") {
                 throw container.invalid(.loopbackRedirectPaths, "\"\(path)\" must start with /")
             }
+            secret = try container.decodeIfPresent(String.self, forKey: .secret)
+            if let secret, secret.utf8.count < 16 { throw container.invalid(.secret, "use at least 16 characters") }
+            postLogoutRedirectURIs = try container.decode([String].self, forKey: .postLogoutRedirectURIs, default: [])
+            for uri in redirectURIs + postLogoutRedirectURIs where !Self.isAbsoluteURI(uri) {
+                throw container.invalid(.redirectURIs, "\"\(uri)\" is not an absolute URI without a fragment")
+            }
+            backchannelLogoutURI = try container.decodeIfPresent(String.self, forKey: .backchannelLogoutURI)
+            if let uri = backchannelLogoutURI {
+                do { _ = try OutboundURL(uri) } catch {
+                    throw container.invalid(.backchannelLogoutURI, "\"\(uri)\": \(error.reason)")
+                }
+            }
+            subjectType = try container.decode(SubjectType.self, forKey: .subjectType, default: .public)
+            idTokenSigningAlgorithm = try container.decode(
+                JSONWebSignature.Algorithm.self,
+                forKey: .idTokenSigningAlgorithm,
+                default: .rs256
+            )
+            refreshTokens = try container.decode(Bool.self, forKey: .refreshTokens, default: true)
+            if subjectType == .pairwise, Set(redirectURIs.compactMap { URLComponents(string: $0)?.host }).count > 1 {
+                throw container.invalid(.subjectType, "pairwise subjects need all redirect URIs on one host")
+            }
+        }
+
+        /// The sector of a pairwise client: its redirect URIs' host.
+        var sector: String {
+            redirectURIs.first.flatMap { URLComponents(string: $0)?.host?.lowercased() } ?? "loopback"
+        }
+
+        /// `scheme://…` with a scheme and no fragment, RFC 3986 characters only.
+        static func isAbsoluteURI(_ uri: String) -> Bool {
+            guard uri.utf8.count <= 2048, !uri.contains("#"),
+                uri.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != 0x5C && $0 != 0x22 && $0 != 0x3C && $0 != 0x3E }),
+                let parts = URLComponents(string: uri), let scheme = parts.scheme, !scheme.isEmpty
+            else { return false }
+            return true
+        }
+    }
+
+    /// The hosted login's signing keys: each algorithm has a key that signs and a next key that is
+    /// published beforehand, so a relying party that caches the key set knows it before it signs.
+    public struct SigningKeys: Decodable, Sendable {
+        /// Seconds a key signs before the next one takes over (3600–31536000, default 30 days).
+        public var rotationPeriod: Int
+
+        private enum CodingKeys: String, CodingKey { case rotationPeriod }
+
+        /// The defaults.
+        public init() { rotationPeriod = 30 * 86400 }
+
+        /// Reads the section; throws on a period out of range.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            rotationPeriod = try container.decode(Int.self, forKey: .rotationPeriod, default: 30 * 86400, in: 3600...31_536_000)
         }
     }
 
@@ -69,10 +154,22 @@ public struct LoginConfiguration: Decodable, Sendable {
     /// Sign-in pages one client address may open a minute (each stores the authorization request
     /// for `pageLifetime`; 0–10000, default 60; 0: no limit).
     public var pagesPerMinute: Int
+    /// Seconds an ID token is valid (60–3600, default 300).
+    public var idTokenLifetime: Int
+    /// Seconds an access token for the userinfo endpoint is valid (60–3600, default 300).
+    public var accessTokenLifetime: Int
+    /// Seconds a web client's refresh token is valid (300–31536000, default 30 days); each use
+    /// rotates it, and using a spent one again revokes the grant.
+    public var refreshTokenLifetime: Int
+    /// Seconds a browser stays signed in at the login (300–2592000, default 10 hours).
+    public var sessionLifetime: Int
+    /// Key rotation.
+    public var signingKeys: SigningKeys
 
     private enum CodingKeys: String, CodingKey {
         case clients, codeLifetime, pageLifetime, maxFailedLogins, lockoutDuration, passwordCost,
-            passwordChecksPerMinute, pagesPerMinute
+            passwordChecksPerMinute, pagesPerMinute, idTokenLifetime, accessTokenLifetime, refreshTokenLifetime,
+            sessionLifetime, signingKeys
     }
 
     /// Reads the section. Throws on a value out of its range, when `clients` is missing or empty,
@@ -92,6 +189,16 @@ public struct LoginConfiguration: Decodable, Sendable {
             default: 30,
             in: 0...10000
         )
+        idTokenLifetime = try container.decode(Int.self, forKey: .idTokenLifetime, default: 300, in: 60...3600)
+        accessTokenLifetime = try container.decode(Int.self, forKey: .accessTokenLifetime, default: 300, in: 60...3600)
+        refreshTokenLifetime = try container.decode(
+            Int.self,
+            forKey: .refreshTokenLifetime,
+            default: 30 * 86400,
+            in: 300...31_536_000
+        )
+        sessionLifetime = try container.decode(Int.self, forKey: .sessionLifetime, default: 36000, in: 300...2_592_000)
+        signingKeys = try container.decode(SigningKeys.self, forKey: .signingKeys, default: SigningKeys())
         guard !clients.isEmpty else { throw container.invalid(.clients, "list at least one client") }
         guard Set(clients.map(\.id)).count == clients.count else {
             throw container.invalid(.clients, "each client id must be unique")

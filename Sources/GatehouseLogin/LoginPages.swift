@@ -7,7 +7,10 @@ enum LoginPages {
         var library = MustacheLibrary()
         // The templates are constants of this file, so a failure here is a programming error that
         // every test of the login would show; an empty library renders the fallback text.
-        for (name, text) in [("layout", layout), ("login", login), ("consent", consent), ("problem", problem)] {
+        for (name, text) in [
+            ("layout", layout), ("login", login), ("consent", consent), ("problem", problem),
+            ("logout", logout), ("notice", notice),
+        ] {
             try? library.register(text, named: name)
         }
         return library
@@ -94,5 +97,20 @@ enum LoginPages {
         <h1>{{heading}}</h1>
         <p class="error" role="alert">{{message}}</p>
         <p class="lead">Return to the app and start again.</p>
+        """
+
+    static let logout = """
+        <h1>Sign out?</h1>
+        <p class="lead">Sign out of Gatehouse as <strong>{{username}}</strong>{{#client}}, as {{client}} asks{{/client}}? Every application you signed in to here is signed out too.</p>
+        <form method="post" action="{{action}}">
+          {{#fields}}<input type="hidden" name="{{name}}" value="{{value}}">
+          {{/fields}}<input type="hidden" name="csrf" value="{{csrf}}">
+          <button type="submit" name="confirm" value="yes">Sign out</button>
+        </form>
+        """
+
+    static let notice = """
+        <h1>{{heading}}</h1>
+        <p class="lead">{{message}}</p>
         """
 }

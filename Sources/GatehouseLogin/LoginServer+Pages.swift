@@ -39,20 +39,71 @@ extension LoginServer {
         guard scopes.count <= 16, scopes.allSatisfy(client.scopes.contains) else {
             return refuse("invalid_scope", "Allowed scopes: \(client.scopes.joined(separator: " ")).")
         }
+        let openID: OpenIDParameters
+        switch OpenIDParameters.read(query) {
+        case .success(let parameters): openID = parameters
+        case .failure(let refusal): return refuse(refusal.error, refusal.description)
+        }
         let scope = scopes.joined(separator: " ")
         let authorization = LoginStore.AuthorizationRequest(
             clientID: client.id,
             redirectURI: redirectURI,
             state: state,
             codeChallenge: challenge,
-            scope: scope
+            scope: scope,
+            nonce: openID.nonce,
+            forceConsent: openID.prompt.contains(.consent)
         )
+        // One sign-in per browser: a session that satisfies the request signs in without a page.
+        var session = try await browserSession(request)
+        if let current = session {
+            if openID.prompt.contains(.login) { session = nil }
+            if let maxAge = openID.maxAge, now - current.authTime > Double(maxAge) { session = nil }
+            if let hint = openID.idTokenHint {
+                // A hint for another user: the browser's session is not the one the client means.
+                guard let hinted = await hintedSubject(hint, clientID: client.id) else {
+                    return refuse("invalid_request", "The id_token_hint is not an ID token this provider issued.")
+                }
+                if try await hinted != publicSubject(current.subject, for: client) { session = nil }
+            }
+        }
+        if let session {
+            if try await isConsented(client, session.subject, authorization) {
+                let (id, _) = try await store.beginAuthorization(
+                    authorization,
+                    expiresAt: now + Double(configuration.pageLifetime),
+                    now: now
+                )
+                return try await finish(id, session: session, authorization)
+            }
+            if openID.prompt.contains(.none) {
+                return refuse("consent_required", "\(client.name) needs the user's consent, and prompt=none was asked.")
+            }
+            let (id, csrf) = try await store.beginAuthorization(
+                authorization,
+                expiresAt: now + Double(configuration.pageLifetime),
+                now: now
+            )
+            try await store.authenticated(id, subject: session.subject)
+            return consentPage(client, id: id, csrf: csrf, subject: session.subject, authorization, newCookie: true)
+        }
+        if openID.prompt.contains(.none) {
+            return refuse("login_required", "The user is not signed in, and prompt=none was asked.")
+        }
         let (id, csrf) = try await store.beginAuthorization(
             authorization,
             expiresAt: now + Double(configuration.pageLifetime),
             now: now
         )
-        return loginPage(client, id: id, csrf: csrf, redirectURI: redirectURI, status: 200, newCookie: true)
+        return loginPage(
+            client,
+            id: id,
+            csrf: csrf,
+            redirectURI: redirectURI,
+            status: 200,
+            username: openID.loginHint ?? "",
+            newCookie: true
+        )
     }
 
     /// A 429 page when `request`'s address has used up `limiter`, else nil.
@@ -111,9 +162,46 @@ extension LoginServer {
         }
         try await store.loginSucceeded(username)
         let subject = LoginStore.normalized(username)
-        guard client.consent else { return try await finish(id, subject: subject, authorization) }
-        try await store.authenticated(id, subject: subject)
-        return page(
+        let (session, sessionCookie) = try await beginBrowserSession(
+            replacing: request,
+            subject: subject,
+            amr: ["pwd"],
+            acr: Self.passwordACR
+        )
+        var response: WireResponse
+        if try await isConsented(client, subject, authorization) {
+            response = try await finish(id, session: session, authorization)
+        } else {
+            try await store.authenticated(id, subject: subject)
+            response = consentPage(client, id: id, csrf: csrf, subject: subject, authorization, newCookie: false)
+        }
+        response.headers["Set-Cookie"] = sessionCookie
+        return response
+    }
+
+    /// Whether `subject` may skip the consent page: the client asks for none, or the user allowed
+    /// these scopes before and the request does not ask again (prompt=consent).
+    func isConsented(
+        _ client: LoginConfiguration.Client,
+        _ subject: String,
+        _ authorization: LoginStore.AuthorizationRequest
+    ) async throws -> Bool {
+        guard client.consent else { return true }
+        guard !authorization.forceConsent else { return false }
+        return try await store.hasConsent(subject: subject, clientID: client.id, scope: authorization.scope)
+    }
+
+    /// The consent page for a waiting authorization; `newCookie` sets its CSRF cookie (when no
+    /// login page set it before).
+    func consentPage(
+        _ client: LoginConfiguration.Client,
+        id: String,
+        csrf: String,
+        subject: String,
+        _ authorization: LoginStore.AuthorizationRequest,
+        newCookie: Bool
+    ) -> WireResponse {
+        page(
             200,
             "Allow \(client.name)?",
             template: "consent",
@@ -121,7 +209,8 @@ extension LoginServer {
                 "client": client.name, "username": subject, "scope": authorization.scope, "authorization": id,
                 "csrf": csrf, "action": Self.consentPath,
             ],
-            formTarget: origin(of: authorization.redirectURI)
+            formTarget: origin(of: authorization.redirectURI),
+            headers: newCookie ? ["Set-Cookie": csrfCookie(id: id, csrf: csrf)] : [:]
         )
     }
 
@@ -132,7 +221,13 @@ extension LoginServer {
             let subject
         else { throw LoginError("Sign in first.") }
         switch fields["decision"] {
-        case "allow": return try await finish(id, subject: subject, authorization)
+        case "allow":
+            // The session the user signed in with on the way here, in this browser.
+            guard let session = try await browserSession(request), session.subject == subject else {
+                throw LoginError("Your sign-in ended meanwhile. Start again in the app.")
+            }
+            try await store.grantConsent(subject: subject, clientID: authorization.clientID, scope: authorization.scope, now: now)
+            return try await finish(id, session: session, authorization)
         case "deny":
             try await store.cancelAuthorization(id)
             return redirect(
@@ -146,21 +241,33 @@ extension LoginServer {
         }
     }
 
-    /// Issues the code and sends the browser back to the client.
+    /// Issues the code for `session`'s user and sends the browser back to the client, with the
+    /// issuer named (RFC 9207) so a client of several providers knows which one answered.
     private func finish(
         _ id: String,
-        subject: String,
+        session: LoginSession,
         _ authorization: LoginStore.AuthorizationRequest
     ) async throws -> WireResponse {
+        let details = GrantDetails(
+            nonce: authorization.nonce,
+            authTime: session.authTime,
+            sessionID: session.id,
+            amr: session.amr,
+            acr: session.acr
+        )
         guard
             let code = try await store.issueCode(
                 authorization: id,
-                subject: subject,
+                subject: session.subject,
+                details: details,
                 expiresAt: now + Double(configuration.codeLifetime)
             )
         else { throw LoginError("This sign-in was already finished.") }
         logger.info("Signed in", metadata: ["client": "\(authorization.clientID)"])
-        return redirect(authorization.redirectURI, [("code", code), ("state", authorization.state)])
+        return redirect(
+            authorization.redirectURI,
+            [("code", code), ("state", authorization.state), ("iss", issuer)]
+        )
     }
 
     /// A posted form whose CSRF token matches both its waiting authorization and its cookie.
@@ -191,11 +298,7 @@ extension LoginServer {
         username: String = "",
         newCookie: Bool = false
     ) -> WireResponse {
-        // The token travels in the form and in a cookie only this site can set (double submit),
-        // besides matching its hash on the server.
-        let cookie =
-            "\(Self.cookieName(id))=\(csrf); Path=/login/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.pageLifetime)"
-            + (secureCookies ? "; Secure" : "")
+        let cookie = csrfCookie(id: id, csrf: csrf)
         var values: [String: Any] = [
             "client": client.name, "authorization": id, "csrf": csrf, "action": Self.authorizePath,
             "username": username,
@@ -212,12 +315,19 @@ extension LoginServer {
         )
     }
 
+    /// The token travels in the form and in a cookie only this site can set (double submit),
+    /// besides matching its hash on the server.
+    func csrfCookie(id: String, csrf: String) -> String {
+        "\(Self.cookieName(id))=\(csrf); Path=/login/; HttpOnly; SameSite=Strict; Max-Age=\(configuration.pageLifetime)"
+            + (secureCookies ? "; Secure" : "")
+    }
+
     static func cookieName(_ id: String) -> String {
         "gh_csrf_"
             + String(id.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }.prefix(32))
     }
 
-    private func cookie(_ name: String, in request: WireRequest) -> String? {
+    func cookie(_ name: String, in request: WireRequest) -> String? {
         for pair in (request.header("Cookie") ?? "").split(separator: ";") {
             let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
             if parts.count == 2, parts[0] == name { return String(parts[1]) }
@@ -226,7 +336,7 @@ extension LoginServer {
     }
 
     /// `scheme://host[:port]` of `uri`, for the page's form-action policy.
-    private func origin(of uri: String) -> String? {
+    func origin(of uri: String) -> String? {
         guard let parts = URLComponents(string: uri), let scheme = parts.scheme, let host = parts.host else {
             return nil
         }

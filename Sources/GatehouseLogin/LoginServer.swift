@@ -4,6 +4,7 @@ public import GatehouseKernel
 public import GatehouseProtocol
 public import GatehouseServer
 import Logging
+import Synchronization
 
 /// The hosted login, mounted on the token server under `/login/`: the OAuth 2.0 authorization
 /// endpoint (code flow, PKCE S256 required, exact redirect URIs, loopback redirects for native
@@ -16,6 +17,16 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     public static let authorizePath = "/login/authorize"
     /// Where the consent page posts the user's choice.
     public static let consentPath = "/login/consent"
+    /// The OpenID provider's discovery document (the issuer is the server's URL + `/login`).
+    public static let discoveryPath = "/login/.well-known/openid-configuration"
+    /// The provider's published signing keys.
+    public static let jwksPath = "/login/jwks"
+    /// Web clients exchange codes and refresh tokens here.
+    public static let tokenPath = "/login/token"
+    /// An access token reads the user's claims here.
+    public static let userinfoPath = "/login/userinfo"
+    /// RP-initiated logout.
+    public static let logoutPath = "/login/logout"
 
     /// The manifest's `login` section.
     public let configuration: LoginConfiguration
@@ -32,6 +43,16 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     let passwordLimiter: RateLimiter
     /// Sign-in pages (stored authorization requests) per client address.
     let pageLimiter: RateLimiter
+    /// Wrong client secrets at the token endpoint per client address.
+    let clientSecretLimiter: RateLimiter
+    /// The OpenID provider's issuer identifier: the server's public URL + `/login`.
+    public let issuer: String
+    /// The signing keys.
+    let keyRing: SigningKeyRing
+    /// Sends logout tokens to clients' back-channel logout URIs.
+    let logoutDelivery: LogoutDeliverer
+    /// The pairwise-subject secret, once read from the store.
+    let pairwiseSecret = Mutex<Data?>(nil)
 
     /// A login with `configuration`, its state in the token server's `storage` (opened with
     /// ``LoginStore/migrations``); `publicURL` is where browsers reach the server (its cookies are
@@ -44,26 +65,44 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     ) throws {
         self.configuration = configuration
         secureCookies = publicURL?.scheme == "https"
+        let base = publicURL?.absoluteString ?? "http://127.0.0.1:8080"
+        issuer = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/login"
         store = try LoginStore(storage: storage)
+        keyRing = SigningKeyRing(
+            store: store,
+            cpuWork: environment.cpuWork,
+            rotationPeriod: Double(configuration.signingKeys.rotationPeriod),
+            // What a retired key signed lives at most an ID token's lifetime; a logout token
+            // two minutes; a minute more for clocks that differ.
+            retention: Double(max(configuration.idTokenLifetime, LogoutDeliverer.tokenLifetime) + 60)
+        )
+        logoutDelivery = LogoutDeliverer(logger: environment.logger)
         hasher = PasswordHasher(logN: configuration.passwordCost, blockSize: 8, parallelism: 1)
         clock = environment.clock
         cpuWork = environment.cpuWork
         logger = environment.logger
         decoyHash = hasher.decoy()
         pageLimiter = RateLimiter(perMinute: configuration.pagesPerMinute, burst: configuration.pagesPerMinute)
+        clientSecretLimiter = RateLimiter(perMinute: 10, burst: 10)
         passwordLimiter = RateLimiter(
             perMinute: configuration.passwordChecksPerMinute,
             burst: configuration.passwordChecksPerMinute
         )
     }
 
-    /// The manifest's `login` section, with `server.publicURL`, on the token server's `storage`.
-    public convenience init(manifest: Manifest, storage: ServerStorage, environment: PluginEnvironment) throws {
+    /// The manifest's `login` section, with `server.publicURL` (else `servedURL`, the address
+    /// `serve` listens at), on the token server's `storage`.
+    public convenience init(
+        manifest: Manifest,
+        storage: ServerStorage,
+        environment: PluginEnvironment,
+        servedURL: URL? = nil
+    ) throws {
         try self.init(
             configuration: try manifest.section("login", as: LoginConfiguration.self),
             storage: storage,
             environment: environment,
-            publicURL: try manifest.section("server", as: ServerConfiguration.self).publicURL
+            publicURL: try manifest.section("server", as: ServerConfiguration.self).publicURL ?? servedURL
         )
     }
 
@@ -142,7 +181,14 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
             case ("GET", Self.authorizePath): return try await authorize(request)
             case ("POST", Self.authorizePath): return try await signIn(request)
             case ("POST", Self.consentPath): return try await consent(request)
-            case (_, Self.authorizePath), (_, Self.consentPath):
+            case ("GET", Self.discoveryPath): return try discovery()
+            case ("GET", Self.jwksPath): return try await jwks()
+            case ("POST", Self.tokenPath): return await token(request)
+            case ("GET", Self.userinfoPath), ("POST", Self.userinfoPath): return await userinfo(request)
+            case ("GET", Self.logoutPath), ("POST", Self.logoutPath): return try await logout(request)
+            case (_, Self.tokenPath), (_, Self.discoveryPath), (_, Self.jwksPath):
+                return json(405, ["error": "invalid_request", "error_description": "Method not allowed."])
+            case (_, Self.authorizePath), (_, Self.consentPath), (_, Self.userinfoPath), (_, Self.logoutPath):
                 return page(405, "Not allowed", "This page does not accept \(request.method.prefix(10)) requests.")
             default:
                 return page(404, "Not found", "There is no such page.")

@@ -56,6 +56,85 @@ extension LoginStore {
                     """,
                     "CREATE INDEX login_attempts_updated_at ON login_attempts (updated_at)",
                 ]
+            ),
+            MigrationStep(
+                "v2-openid",
+                sqlite: [
+                    "ALTER TABLE login_authorizations ADD COLUMN details TEXT",
+                    "ALTER TABLE login_codes ADD COLUMN details TEXT",
+                    """
+                    CREATE TABLE login_signing_keys (kid TEXT NOT NULL PRIMARY KEY, algorithm TEXT NOT NULL,
+                        generation INTEGER NOT NULL, private_pem TEXT NOT NULL, created_at DOUBLE NOT NULL,
+                        signs_from DOUBLE, retired_at DOUBLE, published_until DOUBLE, UNIQUE (algorithm, generation))
+                    """,
+                    """
+                    CREATE TABLE login_sessions (id TEXT NOT NULL PRIMARY KEY, cookie_hash BLOB NOT NULL UNIQUE,
+                        subject TEXT NOT NULL, auth_time DOUBLE NOT NULL, amr TEXT NOT NULL, acr TEXT NOT NULL,
+                        expires_at DOUBLE NOT NULL, ended_at DOUBLE)
+                    """,
+                    "CREATE INDEX login_sessions_expires_at ON login_sessions (expires_at)",
+                    """
+                    CREATE TABLE login_session_clients (session_id TEXT NOT NULL, client_id TEXT NOT NULL,
+                        PRIMARY KEY (session_id, client_id))
+                    """,
+                    """
+                    CREATE TABLE login_consents (subject TEXT NOT NULL, client_id TEXT NOT NULL, scope TEXT NOT NULL,
+                        granted_at DOUBLE NOT NULL, PRIMARY KEY (subject, client_id))
+                    """,
+                    """
+                    CREATE TABLE login_tokens (hash BLOB NOT NULL PRIMARY KEY, kind TEXT NOT NULL, grant_id TEXT NOT NULL,
+                        client_id TEXT NOT NULL, subject TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
+                        details TEXT NOT NULL, expires_at DOUBLE NOT NULL, used_at DOUBLE, revoked_at DOUBLE)
+                    """,
+                    "CREATE INDEX login_tokens_grant_id ON login_tokens (grant_id)",
+                    "CREATE INDEX login_tokens_session_id ON login_tokens (session_id)",
+                    "CREATE INDEX login_tokens_expires_at ON login_tokens (expires_at)",
+                    """
+                    CREATE TABLE login_logout_deliveries (id TEXT NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
+                        uri TEXT NOT NULL, subject TEXT NOT NULL, session_id TEXT NOT NULL, attempts INTEGER NOT NULL,
+                        next_attempt_at DOUBLE NOT NULL, created_at DOUBLE NOT NULL)
+                    """,
+                    "CREATE INDEX login_logout_deliveries_next ON login_logout_deliveries (next_attempt_at)",
+                    "CREATE TABLE login_secrets (name TEXT NOT NULL PRIMARY KEY, value BLOB NOT NULL)",
+                ],
+                postgres: [
+                    "ALTER TABLE login_authorizations ADD COLUMN details TEXT",
+                    "ALTER TABLE login_codes ADD COLUMN details TEXT",
+                    """
+                    CREATE TABLE login_signing_keys (kid TEXT NOT NULL PRIMARY KEY, algorithm TEXT NOT NULL,
+                        generation BIGINT NOT NULL, private_pem TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+                        signs_from DOUBLE PRECISION, retired_at DOUBLE PRECISION, published_until DOUBLE PRECISION, UNIQUE (algorithm, generation))
+                    """,
+                    """
+                    CREATE TABLE login_sessions (id TEXT NOT NULL PRIMARY KEY, cookie_hash BYTEA NOT NULL UNIQUE,
+                        subject TEXT NOT NULL, auth_time DOUBLE PRECISION NOT NULL, amr TEXT NOT NULL, acr TEXT NOT NULL,
+                        expires_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION)
+                    """,
+                    "CREATE INDEX login_sessions_expires_at ON login_sessions (expires_at)",
+                    """
+                    CREATE TABLE login_session_clients (session_id TEXT NOT NULL, client_id TEXT NOT NULL,
+                        PRIMARY KEY (session_id, client_id))
+                    """,
+                    """
+                    CREATE TABLE login_consents (subject TEXT NOT NULL, client_id TEXT NOT NULL, scope TEXT NOT NULL,
+                        granted_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (subject, client_id))
+                    """,
+                    """
+                    CREATE TABLE login_tokens (hash BYTEA NOT NULL PRIMARY KEY, kind TEXT NOT NULL, grant_id TEXT NOT NULL,
+                        client_id TEXT NOT NULL, subject TEXT NOT NULL, scope TEXT NOT NULL, session_id TEXT,
+                        details TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION, revoked_at DOUBLE PRECISION)
+                    """,
+                    "CREATE INDEX login_tokens_grant_id ON login_tokens (grant_id)",
+                    "CREATE INDEX login_tokens_session_id ON login_tokens (session_id)",
+                    "CREATE INDEX login_tokens_expires_at ON login_tokens (expires_at)",
+                    """
+                    CREATE TABLE login_logout_deliveries (id TEXT NOT NULL PRIMARY KEY, client_id TEXT NOT NULL,
+                        uri TEXT NOT NULL, subject TEXT NOT NULL, session_id TEXT NOT NULL, attempts BIGINT NOT NULL,
+                        next_attempt_at DOUBLE PRECISION NOT NULL, created_at DOUBLE PRECISION NOT NULL)
+                    """,
+                    "CREATE INDEX login_logout_deliveries_next ON login_logout_deliveries (next_attempt_at)",
+                    "CREATE TABLE login_secrets (name TEXT NOT NULL PRIMARY KEY, value BYTEA NOT NULL)",
+                ]
             )
         ]
     )

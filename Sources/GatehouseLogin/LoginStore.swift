@@ -101,14 +101,34 @@ public final class LoginStore: Sendable {
         public var codeChallenge: String
         /// The scopes asked for, space-separated.
         public var scope: String
+        /// OpenID Connect: the client's nonce, echoed in the ID token.
+        public var nonce: String?
+        /// OpenID Connect: `prompt=consent` asked for the consent page whatever was allowed before.
+        public var forceConsent: Bool
 
         /// A request with these fields, validated by the authorization endpoint.
-        public init(clientID: String, redirectURI: String, state: String, codeChallenge: String, scope: String) {
+        public init(
+            clientID: String,
+            redirectURI: String,
+            state: String,
+            codeChallenge: String,
+            scope: String,
+            nonce: String? = nil,
+            forceConsent: Bool = false
+        ) {
             self.clientID = clientID
             self.redirectURI = redirectURI
             self.state = state
             self.codeChallenge = codeChallenge
             self.scope = scope
+            self.nonce = nonce
+            self.forceConsent = forceConsent
+        }
+
+        /// What the `details` column keeps.
+        struct Extras: Codable {
+            var nonce: String?
+            var forceConsent: Bool?
         }
     }
 
@@ -125,12 +145,18 @@ public final class LoginStore: Sendable {
             try db.execute(
                 sql: """
                     INSERT INTO login_authorizations (id, client_id, redirect_uri, state, code_challenge, scope,
-                        csrf_hash, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        csrf_hash, expires_at, details)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     id, request.clientID, request.redirectURI, request.state, request.codeChallenge, request.scope,
                     Self.hash(csrf), expiresAt,
+                    String(
+                        decoding: try JSONEncoder().encode(
+                            AuthorizationRequest.Extras(nonce: request.nonce, forceConsent: request.forceConsent)
+                        ),
+                        as: UTF8.self
+                    ),
                 ]
             )
         }
@@ -148,13 +174,18 @@ public final class LoginStore: Sendable {
             )
         }
         guard let row, ConstantTime.equals(Self.hash(csrf), row["csrf_hash"] as Data) else { return nil }
+        let extras = (row["details"] as String?).flatMap {
+            try? JSONDecoder().decode(AuthorizationRequest.Extras.self, from: Data($0.utf8))
+        }
         return (
             AuthorizationRequest(
                 clientID: row["client_id"],
                 redirectURI: row["redirect_uri"],
                 state: row["state"],
                 codeChallenge: row["code_challenge"],
-                scope: row["scope"]
+                scope: row["scope"],
+                nonce: extras?.nonce,
+                forceConsent: extras?.forceConsent ?? false
             ),
             row["subject"]
         )
@@ -251,6 +282,16 @@ public final class LoginStore: Sendable {
     /// Ends the waiting authorization `id` with a single-use code for `subject`; returns the code.
     /// Only one of two requests ending the same authorization at once gets a code.
     public func issueCode(authorization id: String, subject: String, expiresAt: Double) async throws -> String? {
+        try await issueCode(authorization: id, subject: subject, details: nil, expiresAt: expiresAt)
+    }
+
+    /// `issueCode(authorization:subject:expiresAt:)` with what the ID token will need.
+    func issueCode(
+        authorization id: String,
+        subject: String,
+        details: GrantDetails?,
+        expiresAt: Double
+    ) async throws -> String? {
         let code = Data.random(count: 32).base64URLEncodedString
         let issued: Bool = try await storage.write { db in
             // Taken in the statement that removes it: a second request finds it gone.
@@ -264,12 +305,13 @@ public final class LoginStore: Sendable {
             else { return false }
             try db.execute(
                 sql: """
-                    INSERT INTO login_codes (hash, client_id, redirect_uri, code_challenge, subject, scope, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO login_codes (hash, client_id, redirect_uri, code_challenge, subject, scope, expires_at,
+                        details)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     Self.hash(code), row["client_id"] as String, row["redirect_uri"] as String,
-                    row["code_challenge"] as String, subject, row["scope"] as String, expiresAt,
+                    row["code_challenge"] as String, subject, row["scope"] as String, expiresAt, details?.json,
                 ]
             )
             return true
@@ -303,7 +345,35 @@ public final class LoginStore: Sendable {
         verifier: String,
         now: Double
     ) async throws -> (subject: String, scope: String) {
-        let result: Result<(String, String), RedemptionError> = try await storage.write { db in
+        let redeemed = try await redeemCode(code, clientID: clientID, redirectURI: redirectURI, verifier: verifier, now: now)
+        return (redeemed.subject, redeemed.scope)
+    }
+
+    /// A redeemed code: its user, scope, OpenID details and the grant id its tokens carry.
+    struct RedeemedCode: Sendable {
+        var subject: String
+        var scope: String
+        var details: GrantDetails?
+        var grantID: String
+    }
+
+    /// The grant id of the tokens a code leads to: a hash of the code's hash, so a replay of the
+    /// code finds them.
+    static func grantID(ofCode code: String) -> String {
+        Data(SHA256.hash(data: hash(code))).prefix(16).base64URLEncodedString
+    }
+
+    /// `redeem(_:clientID:redirectURI:verifier:now:)` with the code's OpenID details; a replay also
+    /// revokes every token issued from the code (RFC 9700 §4.5).
+    func redeemCode(
+        _ code: String,
+        clientID: String,
+        redirectURI: String,
+        verifier: String,
+        now: Double
+    ) async throws -> RedeemedCode {
+        let grantID = Self.grantID(ofCode: code)
+        let result: Result<RedeemedCode, RedemptionError> = try await storage.write { db in
             try db.execute(sql: "DELETE FROM login_codes WHERE expires_at < ?", arguments: [now - 86400])
             // Spent by this attempt whatever its outcome: a code gets one try. Spent in the
             // statement that checks it is unspent, so only one redemption can.
@@ -312,7 +382,7 @@ public final class LoginStore: Sendable {
                     db,
                     sql: """
                         UPDATE login_codes SET used_at = ? WHERE hash = ? AND used_at IS NULL
-                        RETURNING client_id, redirect_uri, code_challenge, subject, scope, expires_at
+                        RETURNING client_id, redirect_uri, code_challenge, subject, scope, expires_at, details
                         """,
                     arguments: [now, Self.hash(code)]
                 )
@@ -324,13 +394,24 @@ public final class LoginStore: Sendable {
                         arguments: [Self.hash(code)]
                     )
                 else { return .failure(.unknown) }
+                try db.execute(
+                    sql: "UPDATE login_tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL",
+                    arguments: [now, grantID]
+                )
                 return .failure(.replayed(subject: subject))
             }
             guard (row["expires_at"] as Double) > now else { return .failure(.expired) }
             guard row["client_id"] as String == clientID else { return .failure(.wrongClient) }
             guard row["redirect_uri"] as String == redirectURI else { return .failure(.wrongRedirect) }
             guard PKCE.verify(verifier, against: row["code_challenge"]) else { return .failure(.wrongVerifier) }
-            return .success((row["subject"], row["scope"]))
+            return .success(
+                RedeemedCode(
+                    subject: row["subject"],
+                    scope: row["scope"],
+                    details: GrantDetails.read(row["details"]),
+                    grantID: grantID
+                )
+            )
         }
         return try result.get()
     }

@@ -43,7 +43,17 @@ private struct Browser {
     var redirectURI = "http://127.0.0.1:53180/callback"
     var state = "state-1"
     var fields: [String: String] = [:]
-    var cookie = ""
+    /// The cookies the login set, by name, as a browser keeps them.
+    var cookies: [String: String] = [:]
+    var cookie: String { cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+
+    mutating func keep(_ response: WireResponse) {
+        guard let setCookie = response.headers["Set-Cookie"] else { return }
+        let pair = setCookie.prefix { $0 != ";" }.split(separator: "=", maxSplits: 1)
+        guard let name = pair.first else { return }
+        let value = pair.count == 2 ? String(pair[1]) : ""
+        if setCookie.contains("Max-Age=0") { cookies[String(name)] = nil } else { cookies[String(name)] = value }
+    }
 
     func query(method: String = "S256", challenge: String? = nil, state: String? = nil) -> String {
         var parts = [
@@ -57,7 +67,11 @@ private struct Browser {
 
     mutating func open(_ query: String? = nil) async -> WireResponse {
         let response = await login.handle(
-            WireRequest(method: "GET", path: LoginServer.authorizePath + "?" + (query ?? self.query()))
+            WireRequest(
+                method: "GET",
+                path: LoginServer.authorizePath + "?" + (query ?? self.query()),
+                headers: cookies.isEmpty ? [:] : ["Cookie": cookie]
+            )
         )
         let html = String(decoding: response.body, as: UTF8.self)
         for name in ["authorization", "csrf"] {
@@ -65,11 +79,11 @@ private struct Browser {
                 fields[name] = String(html[range].split(separator: "\"")[3])
             }
         }
-        if let setCookie = response.headers["Set-Cookie"] { cookie = String(setCookie.prefix { $0 != ";" }) }
+        keep(response)
         return response
     }
 
-    func post(
+    mutating func post(
         _ extra: [String: String],
         to path: String = LoginServer.authorizePath,
         cookie: String? = nil
@@ -78,7 +92,7 @@ private struct Browser {
             "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
         }
         .joined(separator: "&")
-        return await login.handle(
+        let response = await login.handle(
             WireRequest(
                 method: "POST",
                 path: path,
@@ -86,6 +100,8 @@ private struct Browser {
                 body: Data(body.utf8)
             )
         )
+        keep(response)
+        return response
     }
 }
 
@@ -245,10 +261,10 @@ struct LoginServerTests {
         }
     }
 
-    @Test("consent: allow returns a code, deny returns access_denied")
+    @Test("consent: deny returns access_denied, allow returns a code and is remembered until prompt=consent")
     func consent() async throws {
         try await withLogin { login in
-            for (decision, expected) in [("allow", "code"), ("deny", "error")] {
+            for (decision, expected) in [("deny", "error"), ("allow", "code")] {
                 var browser = Browser(login: login, clientID: "portal", redirectURI: "https://portal.example/cb")
                 _ = await browser.open()
                 let asked = await browser.post(["username": "ann@example.com", "password": "correct horse"])
@@ -258,6 +274,14 @@ struct LoginServerTests {
                 #expect(answered.status == 303)
                 #expect(location(answered)[expected] != nil)
                 if decision == "deny" { #expect(location(answered)["error"] == "access_denied") }
+                guard decision == "allow" else { continue }
+                // Signed in and allowed: the next request gets its code at once, unless it asks
+                // for the consent page again.
+                let again = await browser.open()
+                #expect(again.status == 303 && location(again)["code"] != nil)
+                let asking = await browser.open(browser.query() + "&prompt=consent")
+                #expect(asking.status == 200)
+                #expect(String(decoding: asking.body, as: UTF8.self).contains("Allow Example Portal?"))
             }
         }
     }
