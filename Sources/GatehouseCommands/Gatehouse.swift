@@ -61,6 +61,10 @@ public enum GatehouseCommandLine {
             Gatehouse.exit(withError: error)
         } catch let error as CleanExit {
             Gatehouse.exit(withError: error)
+        } catch where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
+            // ArgumentParser's own commands (`help`, and `--help` on a command it routes there)
+            // signal with errors of its own, which only it knows how to print.
+            Gatehouse.exit(withError: error)
         } catch {
             Gatehouse.exit(withError: CommandSupport.fail(error))
         }
@@ -75,7 +79,7 @@ struct Gatehouse: AsyncParsableCommand {
         subcommands: [
             Serve.self, Demo.self, Register.self, Login.self, Profiles.self, Deregister.self, Authenticators.self,
             ChangePin.self, Fetch.self, WebLogin.self, XignIn.self, DeviceCommands.self, PortalCommands.self,
-            UserCommands.self, ManifestCommands.self,
+            UserCommands.self, SigningKeyCommands.self, ManifestCommands.self,
         ]
     )
 }

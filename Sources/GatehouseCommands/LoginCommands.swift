@@ -111,6 +111,63 @@ struct UserCommands: AsyncParsableCommand {
     }
 }
 
+/// `gatehouse signing-keys …`: the hosted login's OpenID signing keys.
+struct SigningKeyCommands: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "signing-keys",
+        abstract: "List or rotate the hosted login's OpenID signing keys (in the server's database).",
+        subcommands: [List.self, Rotate.self]
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the published keys: the one that signs, the next one, and retired ones still published."
+        )
+
+        @OptionGroup var options: UserCommands.Options
+
+        func run() async throws {
+            do {
+                for key in try await options.withLogin({ try await $0.signingKeyStatus() }) {
+                    let until = key.publishedUntil.map { " until \($0.formatted(.iso8601))" } ?? ""
+                    CommandSupport.output("\(key.algorithm) \(key.kid) \(key.state)\(until)")
+                }
+            } catch let error as ValidationError {
+                throw error
+            } catch {
+                throw CommandSupport.fail(error)
+            }
+        }
+    }
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: """
+                Rotate now: the next keys, published already, sign from now on; the keys that signed stay published \
+                until what they signed has expired. Running servers follow within 10 seconds.
+                """
+        )
+
+        @OptionGroup var options: UserCommands.Options
+
+        func run() async throws {
+            do {
+                let keys = try await options.withLogin { login in
+                    try await login.rotateSigningKeys()
+                    return try await login.signingKeyStatus()
+                }
+                for key in keys where key.state == "signing" {
+                    CommandSupport.output("\(key.algorithm) now signs with \(key.kid).")
+                }
+            } catch let error as ValidationError {
+                throw error
+            } catch {
+                throw CommandSupport.fail(error)
+            }
+        }
+    }
+}
+
 /// The system browser as RFC 8252 has a native app use it: print and open the address, then
 /// listen on the loopback redirect URI until the login sends the browser back.
 enum SystemBrowser {

@@ -109,6 +109,7 @@ struct Serve: AsyncParsableCommand {
         let server: TokenServer
         var storage: ServerStorage?
         var xignin: XignInManager?
+        var hostedLogin: LoginServer?
         do {
             var environment = CommandSupport.environment(logger: logger)
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
@@ -125,8 +126,14 @@ struct Serve: AsyncParsableCommand {
             var extensions: [any ServerExtension] = []
             // The hosted login is mounted when the manifest has a `login` section, and offered to
             // `idp.browser` as the service "gatehouse-login".
-            if let login = try await CommandSupport.login(loaded, storage: opened, environment: environment) {
+            if let login = try await CommandSupport.login(
+                loaded,
+                storage: opened,
+                environment: environment,
+                servedURL: URL(string: servedURL)
+            ) {
                 extensions.append(login)
+                hostedLogin = login
                 environment.services[BrowserLoginServiceKey.self, named: CommandSupport.loginService] = login
             }
             // The XignIn manager is mounted when the manifest has an `xignin` section: its state
@@ -202,7 +209,8 @@ struct Serve: AsyncParsableCommand {
         // The HTTP server and the janitor that keeps its tables from growing, stopped together;
         // a shutdown waits for open requests at most `shutdownTimeout`.
         var configuration = ServiceGroupConfiguration(
-            services: [application, TokenJanitor(server: server)],
+            services: [application, TokenJanitor(server: server)]
+                + (hostedLogin.map { [LoginBackgroundWork(login: $0)] } ?? []),
             gracefulShutdownSignals: [.sigterm],
             logger: logger
         )

@@ -118,10 +118,11 @@ enum CommandSupport {
     static func login(
         _ manifest: Manifest,
         storage: ServerStorage,
-        environment: PluginEnvironment
+        environment: PluginEnvironment,
+        servedURL: URL? = nil
     ) async throws -> LoginServer? {
         guard manifest.sections["login"] != nil else { return nil }
-        let login = try LoginServer(manifest: manifest, storage: storage, environment: environment)
+        let login = try LoginServer(manifest: manifest, storage: storage, environment: environment, servedURL: servedURL)
         if case .sqlite(let path) = storage.database {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("login")
             do {

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+public import Foundation
 import GatehouseKernel
 public import GatehouseOpenID
 import GatehouseProtocol
@@ -80,6 +80,32 @@ extension LoginServer {
 
     /// Rotates the signing keys now (the next keys, published already, sign from now on).
     public func rotateSigningKeys() async throws { try await keyRing.rotate(now: now) }
+
+    /// A published signing key, for operators.
+    public struct SigningKeyStatus: Sendable, Equatable {
+        /// Its key id.
+        public var kid: String
+        /// `RS256` or `ES256`.
+        public var algorithm: String
+        /// `signing`, `next` (published, not signing yet) or `retired` (published until
+        /// `publishedUntil`, signs nothing).
+        public var state: String
+        /// When a retired key leaves the key set.
+        public var publishedUntil: Date?
+    }
+
+    /// The published signing keys (made first if there are none yet).
+    public func signingKeyStatus() async throws -> [SigningKeyStatus] {
+        _ = try await keyRing.keys(now: now, refresh: true)
+        return try await store.publishedSigningKeys(now: now).map { key in
+            SigningKeyStatus(
+                kid: key.kid,
+                algorithm: key.algorithm.rawValue,
+                state: key.isSigning ? "signing" : key.isNext ? "next" : "retired",
+                publishedUntil: key.publishedUntil.map { Date(timeIntervalSince1970: $0) }
+            )
+        }
+    }
 
     /// An ID token for `grant`, signed with `client`'s algorithm.
     func idToken(

@@ -75,6 +75,22 @@ extension LoginServer {
         return ended.clients
     }
 
+    // MARK: - App-to-web sign-on
+
+    /// `acr` of a session started from the app (its device key and the app's own sign-in).
+    static let appACR = "urn:gatehouse:acr:app"
+
+    /// Starts a session for an app's user whose one-time login token the token server redeemed.
+    /// An app user of an identity provider that signs in here is the same user; one of another
+    /// provider is `provider|subject`. The method is the device's key (`hwk`): the token came
+    /// with a proof of it.
+    public func startBrowserSession(subject: String, identityProvider: String, cookies: String?) async throws -> String {
+        let local = directoryIdentityProviders.contains(identityProvider) ? subject : "\(identityProvider)|\(subject)"
+        let request = cookies.map { WireRequest(method: "GET", path: "/", headers: ["Cookie": $0]) }
+        let (_, cookie) = try await beginBrowserSession(replacing: request, subject: local, amr: ["hwk"], acr: Self.appACR)
+        return cookie
+    }
+
     // MARK: - Subjects
 
     /// The secret pairwise subjects are derived with (made once, shared by every instance).

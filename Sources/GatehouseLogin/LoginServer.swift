@@ -10,7 +10,7 @@ import Synchronization
 /// endpoint (code flow, PKCE S256 required, exact redirect URIs, loopback redirects for native
 /// apps), the login page against the user directory, the consent page, and redemption of the
 /// codes it issues (``redeem(code:clientID:redirectURI:verifier:)``) for the `idp.browser` plugin.
-public final class LoginServer: ServerExtension, BrowserLoginService {
+public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSessionStarter {
     /// The login's pages are under `/login/`.
     public var pathPrefix: String { "/login/" }
     /// The OAuth authorization endpoint: GET shows the sign-in page, POST signs in.
@@ -53,6 +53,9 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     let logoutDelivery: LogoutDeliverer
     /// The pairwise-subject secret, once read from the store.
     let pairwiseSecret = Mutex<Data?>(nil)
+    /// The identity providers whose subjects are this login's usernames (`idp.browser` entries
+    /// that sign in here): an app user of one is the same user here.
+    public let directoryIdentityProviders: Set<String>
 
     /// A login with `configuration`, its state in the token server's `storage` (opened with
     /// ``LoginStore/migrations``); `publicURL` is where browsers reach the server (its cookies are
@@ -61,9 +64,11 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
         configuration: LoginConfiguration,
         storage: ServerStorage,
         environment: PluginEnvironment,
-        publicURL: URL? = nil
+        publicURL: URL? = nil,
+        directoryIdentityProviders: Set<String> = []
     ) throws {
         self.configuration = configuration
+        self.directoryIdentityProviders = directoryIdentityProviders
         secureCookies = publicURL?.scheme == "https"
         let base = publicURL?.absoluteString ?? "http://127.0.0.1:8080"
         issuer = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/login"
@@ -102,7 +107,15 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
             configuration: try manifest.section("login", as: LoginConfiguration.self),
             storage: storage,
             environment: environment,
-            publicURL: try manifest.section("server", as: ServerConfiguration.self).publicURL ?? servedURL
+            publicURL: try manifest.section("server", as: ServerConfiguration.self).publicURL ?? servedURL,
+            directoryIdentityProviders: Set(
+                manifest.entries.filter { entry in
+                    guard entry.kind == .identityProvider, entry.type.rawValue == "idp.browser",
+                        case .object(let config) = entry.configuration
+                    else { return false }
+                    return config["login"] != nil
+                }.map(\.id)
+            )
         )
     }
 
@@ -113,6 +126,8 @@ public final class LoginServer: ServerExtension, BrowserLoginService {
     /// Adds a user to the directory; the password is hashed off the caller's thread.
     public func addUser(_ username: String, password: String) async throws {
         guard password.count >= 8 else { throw LoginError("A password needs at least 8 characters.") }
+        // "provider|subject" names app users of other identity providers (app-to-web sign-on).
+        guard !username.contains("|") else { throw LoginError("A username cannot contain |.") }
         let hasher = hasher
         let hash = try await cpuWork.run { try hasher.hash(password) }
         do {

@@ -33,7 +33,7 @@ final class SigningKeyRing: Sendable {
         self.cpuWork = cpuWork
         self.rotationPeriod = rotationPeriod
         self.retention = retention
-        refreshInterval = 30
+        refreshInterval = 10
     }
 
     /// The keys now; read again when the last read is older than the refresh interval or

@@ -43,7 +43,8 @@ public struct WireRequest: Sendable {
 public struct WireResponse: Sendable {
     /// The HTTP status code, such as 200 or 400.
     public var status: Int
-    /// The response's headers; the transport writes them as given.
+    /// The response's headers; the transport writes them as given, except `Set-Cookie`, which
+    /// holds one cookie a line and goes out as one header a cookie.
     public var headers: [String: String]
     /// The response body: JSON for the API, HTML for the hosted web pages.
     public var body: Data

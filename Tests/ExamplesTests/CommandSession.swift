@@ -105,10 +105,10 @@ final class Session {
 
     private static let ignoringBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
-    /// Waits (at most 20 s) for the process to end and returns its status.
-    func finish() async throws -> Int32 {
+    /// Waits (at most `seconds`) for the process to end and returns its status.
+    func finish(within seconds: Int = 20) async throws -> Int32 {
         try? input.fileHandleForWriting.close()
-        for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<(seconds * 20) where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         // What the process wrote last may still be in the pipes: read on to their end (bounded;

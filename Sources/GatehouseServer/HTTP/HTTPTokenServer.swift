@@ -100,7 +100,14 @@ public enum HTTPTokenServer {
     private static func response(_ wire: WireResponse, connectionClosed: EventLoopFuture<Void>?) -> Response {
         var fields = HTTPFields()
         for (name, value) in wire.headers {
-            if let fieldName = HTTPField.Name(name) { fields[fieldName] = value }
+            guard let fieldName = HTTPField.Name(name) else { continue }
+            // Several cookies travel as one value, a cookie a line (no header value holds a line
+            // break), and go out as a header each (RFC 6265 §3: they cannot be folded).
+            if fieldName == .setCookie {
+                for cookie in value.split(separator: "\n") { fields.append(HTTPField(name: .setCookie, value: String(cookie))) }
+            } else {
+                fields[fieldName] = value
+            }
         }
         guard let stream = wire.stream else {
             return Response(

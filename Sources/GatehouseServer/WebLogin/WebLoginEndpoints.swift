@@ -136,13 +136,26 @@ extension TokenServer {
             )
         else { return invalidSignInLink() }
         let secure = publicURL.hasPrefix("https://") ? "; Secure" : ""
+        var cookies =
+            "gh_web=\(session); Path=/web/; HttpOnly; SameSite=Lax; Max-Age=\(configuration.webSessionLifetime)" + secure
+        // The hosted login, when mounted, signs this browser in too: the target's own OpenID
+        // sign-in there then completes without asking for anything.
+        if let starter = extensions.lazy.compactMap({ $0 as? any BrowserSessionStarter }).first,
+            let user = try await store.webSessionUser(session, now: now)
+        {
+            cookies +=
+                "\n"
+                + (try await starter.startBrowserSession(
+                    subject: user.subject,
+                    identityProvider: user.identityProvider,
+                    cookies: request.header("Cookie")
+                ))
+        }
         return WireResponse(
             status: 303,
             headers: [
                 "Location": target,
-                "Set-Cookie":
-                    "gh_web=\(session); Path=/web/; HttpOnly; SameSite=Lax; Max-Age=\(configuration.webSessionLifetime)"
-                    + secure,
+                "Set-Cookie": cookies,
                 "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
             ],
             body: Data()
