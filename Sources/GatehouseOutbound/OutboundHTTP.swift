@@ -68,4 +68,30 @@ public enum OutboundHTTP {
             throw Failure(url: url.text, reason: "\(error)")
         }
     }
+
+    /// GETs `url` and waits at most `timeout` (at most ten minutes) for the whole answer, with the
+    /// same guarantees as ``post(_:headers:body:timeout:maxResponseBytes:)``: only a checked
+    /// ``OutboundURL``, no redirects followed, at most `maxResponseBytes` read, and whatever goes
+    /// wrong below is a `Failure`.
+    public static func get(
+        _ url: OutboundURL,
+        headers: [(String, String)],
+        timeout: Duration,
+        maxResponseBytes: Int = 64 * 1024
+    ) async throws(Failure) -> Response {
+        var request = HTTPClientRequest(url: url.text)
+        request.method = .GET
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let bounded = min(max(timeout, .zero), .seconds(600))
+        let milliseconds = bounded.components.seconds * 1000 + bounded.components.attoseconds / 1_000_000_000_000_000
+        do {
+            let response = try await client.execute(request, timeout: .milliseconds(milliseconds))
+            let collected = try await response.body.collect(upTo: max(0, maxResponseBytes))
+            return Response(status: Int(response.status.code), body: Data(collected.readableBytesView))
+        } catch is NIOTooManyBytesError {
+            throw Failure(url: url.text, reason: "the answer is longer than \(maxResponseBytes) bytes")
+        } catch {
+            throw Failure(url: url.text, reason: "\(error)")
+        }
+    }
 }
