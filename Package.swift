@@ -36,6 +36,7 @@ let package = Package(
         .executable(name: "pin-length-store", targets: ["PinLengthStore"]),
         .executable(name: "push-mobile-auth", targets: ["PushMobileAuth"]),
         .executable(name: "resource-gateway", targets: ["ResourceGateway"]),
+        .executable(name: "web-shop", targets: ["WebShop"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -84,7 +85,7 @@ let package = Package(
         .target(
             name: "GatehouseOpenID",
             dependencies: [
-                "GatehouseProtocol", "GatehouseOutbound",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseOutbound",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
@@ -344,6 +345,19 @@ let package = Package(
             path: "Examples/ResourceGateway"
         ),
 
+        // A web application that signs its users in with an OpenID provider (GatehouseOpenID).
+        .executableTarget(
+            name: "WebShop",
+            dependencies: [
+                "GatehouseOpenID",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/WebShop"
+        ),
+
         // The benchmark is a package of its own (Benchmarks/Package.swift), so integrators resolve
         // none of its dependencies.
 
@@ -358,13 +372,22 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseOpenIDTests",
-            dependencies: ["GatehouseOpenID", "GatehouseProtocol", "GatehouseTesting"]
+            dependencies: [
+                "GatehouseOpenID", "GatehouseProtocol", "GatehouseTesting", "GatehouseKernel",
+                // Examples/WebShop, run against Glewlwyd.
+                "WebShop",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "GatehouseLoginTests",
             dependencies: [
                 "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseTesting", "GatehouseServer",
-                "GatehousePostgresTestSupport", .product(name: "Logging", package: "swift-log"),
+                "GatehousePostgresTestSupport", "GatehouseOpenID", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

@@ -3,6 +3,12 @@ import GatehouseKernel
 public import GatehouseOpenID
 import GatehouseOutbound
 
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self)
+    }
+}
+
 /// The manifest's `login` section: the hosted login's OAuth clients, code lifetime and lockout.
 public struct LoginConfiguration: Decodable, Sendable {
     /// An OAuth client of the hosted login (the token server's `idp.browser` is one).
@@ -36,6 +42,10 @@ public struct LoginConfiguration: Decodable, Sendable {
         public var idTokenSigningAlgorithm: JSONWebSignature.Algorithm
         /// Whether the token endpoint gives this client refresh tokens (default true).
         public var refreshTokens: Bool
+        /// The id of a `federation` provider this client's users sign in with, without the
+        /// login's own form (an app's `idp.browser` registering through an organisation's
+        /// provider); nil: the login page, with a button for each provider.
+        public var federation: String?
 
         /// How `sub` is chosen for a client.
         public enum SubjectType: String, Decodable, Sendable {
@@ -50,7 +60,7 @@ public struct LoginConfiguration: Decodable, Sendable {
 
         private enum CodingKeys: String, CodingKey {
             case id, name, redirectURIs, loopbackRedirectPaths, consent, scopes, secret, postLogoutRedirectURIs,
-                backchannelLogoutURI, subjectType, idTokenSigningAlgorithm, refreshTokens
+                backchannelLogoutURI, subjectType, idTokenSigningAlgorithm, refreshTokens, federation
         }
 
         /// Reads the client; only `id` is required (`name` defaults to it). Throws when a scope
@@ -96,6 +106,7 @@ public struct LoginConfiguration: Decodable, Sendable {
                 default: .rs256
             )
             refreshTokens = try container.decode(Bool.self, forKey: .refreshTokens, default: true)
+            federation = try container.decodeIfPresent(String.self, forKey: .federation)
             if subjectType == .pairwise, Set(redirectURIs.compactMap { URLComponents(string: $0)?.host }).count > 1 {
                 throw container.invalid(.subjectType, "pairwise subjects need all redirect URIs on one host")
             }
@@ -113,6 +124,53 @@ public struct LoginConfiguration: Decodable, Sendable {
                 let parts = URLComponents(string: uri), let scheme = parts.scheme, !scheme.isEmpty
             else { return false }
             return true
+        }
+    }
+
+    /// An external OpenID provider users may sign in through (federation): an organisation's
+    /// own. The login is its client, with the redirect URI `<server>/login/federation/callback`.
+    public struct FederatedProvider: Decodable, Sendable {
+        /// Names it in the manifest and in URLs: letters, digits, `-` and `_`.
+        public var id: String
+        /// The button's label: "Sign in with <name>".
+        public var name: String
+        /// The provider's issuer; discovery is read from `<issuer>/.well-known/openid-configuration`.
+        public var issuer: String
+        /// The login's client id there.
+        public var clientID: String
+        /// The login's client secret there (nil: a public client, PKCE alone).
+        public var clientSecret: String?
+        /// The scopes asked for (default openid email profile).
+        public var scopes: [String]
+        /// Refuse a user whose e-mail address the provider has not verified (default false).
+        public var requireVerifiedEmail: Bool
+        /// A user whose verified e-mail address is a username of the directory signs in as that
+        /// user (default false: each provider's users are subjects of their own,
+        /// `<id>|<sub>`). Only for a provider trusted to verify addresses.
+        public var linkVerifiedEmail: Bool
+
+        private enum CodingKeys: String, CodingKey {
+            case id, name, issuer, clientID, clientSecret, scopes, requireVerifiedEmail, linkVerifiedEmail
+        }
+
+        /// Reads a provider; throws on an id that is not a plain name, or an issuer that is not an
+        /// absolute URL without query or fragment.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            guard (1...64).contains(id.utf8.count),
+                id.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
+            else { throw container.invalid(.id, "use 1 to 64 letters, digits, - and _") }
+            name = try container.decode(String.self, forKey: .name, default: id)
+            issuer = try container.decode(String.self, forKey: .issuer)
+            guard Client.isAbsoluteURI(issuer), !issuer.contains("?") else {
+                throw container.invalid(.issuer, "\"\(issuer)\" is not an absolute URL without query or fragment")
+            }
+            clientID = try container.decode(String.self, forKey: .clientID)
+            clientSecret = try container.decodeIfPresent(String.self, forKey: .clientSecret)
+            scopes = try container.decode([String].self, forKey: .scopes, default: ["openid", "email", "profile"])
+            requireVerifiedEmail = try container.decode(Bool.self, forKey: .requireVerifiedEmail, default: false)
+            linkVerifiedEmail = try container.decode(Bool.self, forKey: .linkVerifiedEmail, default: false)
         }
     }
 
@@ -165,11 +223,13 @@ public struct LoginConfiguration: Decodable, Sendable {
     public var sessionLifetime: Int
     /// Key rotation.
     public var signingKeys: SigningKeys
+    /// External OpenID providers users may sign in through.
+    public var federation: [FederatedProvider]
 
     private enum CodingKeys: String, CodingKey {
         case clients, codeLifetime, pageLifetime, maxFailedLogins, lockoutDuration, passwordCost,
             passwordChecksPerMinute, pagesPerMinute, idTokenLifetime, accessTokenLifetime, refreshTokenLifetime,
-            sessionLifetime, signingKeys
+            sessionLifetime, signingKeys, federation
     }
 
     /// Reads the section. Throws on a value out of its range, when `clients` is missing or empty,
@@ -199,6 +259,15 @@ public struct LoginConfiguration: Decodable, Sendable {
         )
         sessionLifetime = try container.decode(Int.self, forKey: .sessionLifetime, default: 36000, in: 300...2_592_000)
         signingKeys = try container.decode(SigningKeys.self, forKey: .signingKeys, default: SigningKeys())
+        federation = try container.decode([FederatedProvider].self, forKey: .federation, default: [])
+        guard Set(federation.map(\.id)).count == federation.count else {
+            throw container.invalid(.federation, "each provider id must be unique")
+        }
+        for client in clients where client.federation != nil {
+            guard federation.contains(where: { $0.id == client.federation }) else {
+                throw container.invalid(.clients, "client \(client.id) names federation \(client.federation ?? ""), which is not listed")
+            }
+        }
         guard !clients.isEmpty else { throw container.invalid(.clients, "list at least one client") }
         guard Set(clients.map(\.id)).count == clients.count else {
             throw container.invalid(.clients, "each client id must be unique")

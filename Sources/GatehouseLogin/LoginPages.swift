@@ -80,6 +80,12 @@ enum LoginPages {
           <input id="password" name="password" type="password" autocomplete="current-password" required>
           <button type="submit">Sign in</button>
         </form>
+        {{#providers}}<form method="post" action="{{federationAction}}" class="federation">
+          <input type="hidden" name="authorization" value="{{authorization}}">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <button type="submit" name="provider" value="{{id}}" class="secondary">Sign in with {{name}}</button>
+        </form>
+        {{/providers}}
         """
 
     static let consent = """

@@ -90,6 +90,14 @@ extension LoginServer {
         if openID.prompt.contains(.none) {
             return refuse("login_required", "The user is not signed in, and prompt=none was asked.")
         }
+        if let name = client.federation, let provider = configuration.federation.first(where: { $0.id == name }) {
+            let (id, _) = try await store.beginAuthorization(
+                authorization,
+                expiresAt: now + Double(configuration.pageLifetime),
+                now: now
+            )
+            return try await startFederation(provider, authorizationID: id, loginHint: openID.loginHint)
+        }
         let (id, csrf) = try await store.beginAuthorization(
             authorization,
             expiresAt: now + Double(configuration.pageLifetime),
@@ -243,7 +251,7 @@ extension LoginServer {
 
     /// Issues the code for `session`'s user and sends the browser back to the client, with the
     /// issuer named (RFC 9207) so a client of several providers knows which one answered.
-    private func finish(
+    func finish(
         _ id: String,
         session: LoginSession,
         _ authorization: LoginStore.AuthorizationRequest
@@ -271,7 +279,7 @@ extension LoginServer {
     }
 
     /// A posted form whose CSRF token matches both its waiting authorization and its cookie.
-    private func submittedForm(
+    func submittedForm(
         _ request: WireRequest
     ) async throws -> (FormFields, LoginStore.AuthorizationRequest, LoginConfiguration.Client) {
         guard
@@ -305,12 +313,18 @@ extension LoginServer {
         ]
         // Only a present error may reach the template: Mustache would print a missing one as "nil".
         if let error { values["error"] = error }
+        if !configuration.federation.isEmpty {
+            values["providers"] = configuration.federation.map { ["id": $0.id, "name": $0.name] }
+            values["federationAction"] = Self.federationStartPath
+        }
+        // The form may also be sent on to an external provider's sign-in page.
+        let targets = [origin(of: redirectURI)] + configuration.federation.map { origin(of: $0.issuer) }
         return page(
             status,
             "Sign in",
             template: "login",
             values,
-            formTarget: origin(of: redirectURI),
+            formTarget: targets.compactMap { $0 }.joined(separator: " "),
             headers: newCookie ? ["Set-Cookie": cookie] : [:]
         )
     }

@@ -185,8 +185,13 @@ extension LoginServer {
         }
         var grant: LoginStore.TokenGrant
         do {
-            grant = try await store.spendRefreshToken(token, clientID: client.id, now: now)
+            // A narrower scope may be asked for (RFC 6749 §6), never a wider one; the store
+            // refuses a wider one without spending the token.
+            grant = try await store.spendRefreshToken(token, clientID: client.id, scope: fields["scope"], now: now)
         } catch let refusal as LoginStore.RefreshRefusal {
+            if refusal == .widerScope {
+                throw TokenError(status: 400, error: "invalid_scope", description: "Ask for granted scopes only.")
+            }
             if refusal == .reused {
                 logger.warning("A spent refresh token was used again; its grant is revoked", metadata: ["client": "\(client.id)"])
             }
@@ -196,15 +201,7 @@ extension LoginServer {
                 description: "The refresh token is not valid (expired, revoked, spent or another client's)."
             )
         }
-        // A narrower scope may be asked for (RFC 6749 §6), never a wider one.
-        if let asked = fields["scope"] {
-            let granted = Set(grant.scope.split(separator: " "))
-            let wanted = asked.split(separator: " ")
-            guard wanted.allSatisfy(granted.contains) else {
-                throw TokenError(status: 400, error: "invalid_scope", description: "Ask for granted scopes only.")
-            }
-            grant.scope = wanted.joined(separator: " ")
-        }
+        if let asked = fields["scope"] { grant.scope = asked.split(separator: " ").joined(separator: " ") }
         return try await issue(grant, client, nonce: nil)
     }
 

@@ -1,6 +1,7 @@
 public import BrowserIdentityProvider
 public import Foundation
 public import GatehouseKernel
+import GatehouseOpenID
 public import GatehouseProtocol
 public import GatehouseServer
 import Logging
@@ -53,6 +54,8 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
     let logoutDelivery: LogoutDeliverer
     /// The pairwise-subject secret, once read from the store.
     let pairwiseSecret = Mutex<Data?>(nil)
+    /// The relying parties of the `federation` providers, by id.
+    let relyingParties: [String: OpenIDRelyingParty]
     /// The identity providers whose subjects are this login's usernames (`idp.browser` entries
     /// that sign in here): an app user of one is the same user here.
     public let directoryIdentityProviders: Set<String>
@@ -82,6 +85,7 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
             retention: Double(max(configuration.idTokenLifetime, LogoutDeliverer.tokenLifetime) + 60)
         )
         logoutDelivery = LogoutDeliverer(logger: environment.logger)
+        relyingParties = try Self.makeRelyingParties(configuration, issuer: issuer, clock: environment.clock)
         hasher = PasswordHasher(logN: configuration.passwordCost, blockSize: 8, parallelism: 1)
         clock = environment.clock
         cpuWork = environment.cpuWork
@@ -201,9 +205,12 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
             case ("POST", Self.tokenPath): return await token(request)
             case ("GET", Self.userinfoPath), ("POST", Self.userinfoPath): return await userinfo(request)
             case ("GET", Self.logoutPath), ("POST", Self.logoutPath): return try await logout(request)
+            case ("POST", Self.federationStartPath): return try await federationButton(request)
+            case ("GET", Self.federationCallbackPath): return try await federationCallback(request)
             case (_, Self.tokenPath), (_, Self.discoveryPath), (_, Self.jwksPath):
                 return json(405, ["error": "invalid_request", "error_description": "Method not allowed."])
-            case (_, Self.authorizePath), (_, Self.consentPath), (_, Self.userinfoPath), (_, Self.logoutPath):
+            case (_, Self.authorizePath), (_, Self.consentPath), (_, Self.userinfoPath), (_, Self.logoutPath),
+                (_, Self.federationStartPath), (_, Self.federationCallbackPath):
                 return page(405, "Not allowed", "This page does not accept \(request.method.prefix(10)) requests.")
             default:
                 return page(404, "Not found", "There is no such page.")

@@ -292,11 +292,19 @@ extension LoginStore {
         case reused
         /// Issued to another client.
         case wrongClient
+        /// Asks for a scope the grant does not hold (OAuth `invalid_scope`); the token stays unspent.
+        case widerScope
     }
 
     /// Spends refresh token `token` of `clientID` once and returns its grant; a second use of it
-    /// revokes every token of the grant.
-    func spendRefreshToken(_ token: String, clientID: String, now: Double) async throws -> TokenGrant {
+    /// revokes every token of the grant. A request for scopes beyond the grant's (`scope`, when
+    /// asked) is refused without spending the token, so the client's next try is not a replay.
+    func spendRefreshToken(
+        _ token: String,
+        clientID: String,
+        scope: String? = nil,
+        now: Double
+    ) async throws -> TokenGrant {
         let outcome: Result<TokenGrant, RefreshRefusal> = try await storage.write { db in
             guard
                 let row = try SQLRow.fetchOne(
@@ -323,6 +331,13 @@ extension LoginStore {
             }
             guard row["client_id"] as String == clientID, let grant = Self.grant(row) else {
                 return .failure(.wrongClient)
+            }
+            if let scope, !scope.split(separator: " ").allSatisfy(Set(grant.scope.split(separator: " ")).contains) {
+                try db.execute(
+                    sql: "UPDATE login_tokens SET used_at = NULL WHERE hash = ?",
+                    arguments: [Self.hash(token)]
+                )
+                return .failure(.widerScope)
             }
             return .success(grant)
         }

@@ -135,6 +135,35 @@ extension LoginStore {
                     "CREATE INDEX login_logout_deliveries_next ON login_logout_deliveries (next_attempt_at)",
                     "CREATE TABLE login_secrets (name TEXT NOT NULL PRIMARY KEY, value BYTEA NOT NULL)",
                 ]
+            ),
+            MigrationStep(
+                "v3-federation",
+                sqlite: [
+                    """
+                    CREATE TABLE login_federation_requests (state_hash BLOB NOT NULL PRIMARY KEY,
+                        browser_hash BLOB NOT NULL, authorization_id TEXT NOT NULL, provider TEXT NOT NULL,
+                        request TEXT NOT NULL, expires_at DOUBLE NOT NULL)
+                    """,
+                    "CREATE INDEX login_federation_requests_expires_at ON login_federation_requests (expires_at)",
+                    """
+                    CREATE TABLE login_federated_accounts (provider TEXT NOT NULL, upstream_subject TEXT NOT NULL,
+                        subject TEXT NOT NULL, email TEXT, created_at DOUBLE NOT NULL, last_seen_at DOUBLE NOT NULL,
+                        PRIMARY KEY (provider, upstream_subject))
+                    """,
+                ],
+                postgres: [
+                    """
+                    CREATE TABLE login_federation_requests (state_hash BYTEA NOT NULL PRIMARY KEY,
+                        browser_hash BYTEA NOT NULL, authorization_id TEXT NOT NULL, provider TEXT NOT NULL,
+                        request TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                    """,
+                    "CREATE INDEX login_federation_requests_expires_at ON login_federation_requests (expires_at)",
+                    """
+                    CREATE TABLE login_federated_accounts (provider TEXT NOT NULL, upstream_subject TEXT NOT NULL,
+                        subject TEXT NOT NULL, email TEXT, created_at DOUBLE PRECISION NOT NULL,
+                        last_seen_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (provider, upstream_subject))
+                    """,
+                ]
             )
         ]
     )
