@@ -61,7 +61,7 @@ public enum GatehouseCommandLine {
             Gatehouse.exit(withError: error)
         } catch let error as CleanExit {
             Gatehouse.exit(withError: error)
-        } catch where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
+        } catch  where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
             // ArgumentParser's own commands (`help`, and `--help` on a command it routes there)
             // signal with errors of its own, which only it knows how to print.
             Gatehouse.exit(withError: error)

@@ -122,7 +122,12 @@ enum CommandSupport {
         servedURL: URL? = nil
     ) async throws -> LoginServer? {
         guard manifest.sections["login"] != nil else { return nil }
-        let login = try LoginServer(manifest: manifest, storage: storage, environment: environment, servedURL: servedURL)
+        let login = try LoginServer(
+            manifest: manifest,
+            storage: storage,
+            environment: environment,
+            servedURL: servedURL
+        )
         if case .sqlite(let path) = storage.database {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("login")
             do {

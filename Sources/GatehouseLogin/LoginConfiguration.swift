@@ -120,7 +120,9 @@ public struct LoginConfiguration: Decodable, Sendable {
         /// `scheme://…` with a scheme and no fragment, RFC 3986 characters only.
         static func isAbsoluteURI(_ uri: String) -> Bool {
             guard uri.utf8.count <= 2048, !uri.contains("#"),
-                uri.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != 0x5C && $0 != 0x22 && $0 != 0x3C && $0 != 0x3E }),
+                uri.utf8.allSatisfy({
+                    (0x21...0x7E).contains($0) && $0 != 0x5C && $0 != 0x22 && $0 != 0x3C && $0 != 0x3E
+                }),
                 let parts = URLComponents(string: uri), let scheme = parts.scheme, !scheme.isEmpty
             else { return false }
             return true
@@ -188,7 +190,12 @@ public struct LoginConfiguration: Decodable, Sendable {
         /// Reads the section; throws on a period out of range.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            rotationPeriod = try container.decode(Int.self, forKey: .rotationPeriod, default: 30 * 86400, in: 3600...31_536_000)
+            rotationPeriod = try container.decode(
+                Int.self,
+                forKey: .rotationPeriod,
+                default: 30 * 86400,
+                in: 3600...31_536_000
+            )
         }
     }
 
@@ -265,7 +272,10 @@ public struct LoginConfiguration: Decodable, Sendable {
         }
         for client in clients where client.federation != nil {
             guard federation.contains(where: { $0.id == client.federation }) else {
-                throw container.invalid(.clients, "client \(client.id) names federation \(client.federation ?? ""), which is not listed")
+                throw container.invalid(
+                    .clients,
+                    "client \(client.id) names federation \(client.federation ?? ""), which is not listed"
+                )
             }
         }
         guard !clients.isEmpty else { throw container.invalid(.clients, "list at least one client") }

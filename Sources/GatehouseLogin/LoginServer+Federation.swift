@@ -68,7 +68,10 @@ extension LoginServer {
         do {
             begun = try await party.begin(OpenIDAuthorizationOptions(loginHint: loginHint))
         } catch {
-            logger.error("An external provider could not be reached", metadata: ["provider": "\(provider.id)", "error": "\(error)"])
+            logger.error(
+                "An external provider could not be reached",
+                metadata: ["provider": "\(provider.id)", "error": "\(error)"]
+            )
             return page(502, "Cannot continue", "\(provider.name) cannot be reached now; try again later.")
         }
         let browser = Data.random(count: 24).base64URLEncodedString
@@ -88,7 +91,8 @@ extension LoginServer {
         return WireResponse(
             status: 303,
             headers: [
-                "Location": begun.url, "Set-Cookie": cookie, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
+                "Location": begun.url, "Set-Cookie": cookie, "Cache-Control": "no-store",
+                "Referrer-Policy": "no-referrer",
             ],
             body: Data()
         )
@@ -96,7 +100,8 @@ extension LoginServer {
 
     /// `GET /login/federation/callback`: the provider's answer.
     func federationCallback(_ request: WireRequest) async throws -> WireResponse {
-        guard request.path.utf8.count <= 8192, let query = FormFields(queryOf: request.path), let state = query["state"],
+        guard request.path.utf8.count <= 8192, let query = FormFields(queryOf: request.path),
+            let state = query["state"],
             (1...256).contains(state.utf8.count)
         else { throw LoginError("The sign-in answer is malformed.") }
         guard let pending = try await store.takeFederation(state: state, now: now) else {
@@ -114,15 +119,25 @@ extension LoginServer {
             signIn = try await party.finish(callback: query.values, request: begun, fetchUserInfo: true)
         } catch .authorizationRefused(let error, _) {
             // The user cancelled there, or the provider refused: the application is told.
-            return try await refuseWaiting(pending.authorizationID, "access_denied", "\(provider.name) answered \(error).")
+            return try await refuseWaiting(
+                pending.authorizationID,
+                "access_denied",
+                "\(provider.name) answered \(error)."
+            )
         } catch {
-            logger.warning("Sign-in through an external provider refused", metadata: ["provider": "\(provider.id)", "reason": "\(error)"])
+            logger.warning(
+                "Sign-in through an external provider refused",
+                metadata: ["provider": "\(provider.id)", "reason": "\(error)"]
+            )
             return page(502, "Cannot continue", "Signing in with \(provider.name) failed: \(error.description)")
         }
         let email = signIn.userInfo?.email ?? signIn.claims.email
         let verified = (signIn.userInfo?.emailVerified ?? signIn.claims.emailVerified) == true && email != nil
         if provider.requireVerifiedEmail, !verified {
-            logger.notice("An external sign-in without a verified e-mail address refused", metadata: ["provider": "\(provider.id)"])
+            logger.notice(
+                "An external sign-in without a verified e-mail address refused",
+                metadata: ["provider": "\(provider.id)"]
+            )
             return page(
                 403,
                 "Cannot continue",
@@ -156,7 +171,14 @@ extension LoginServer {
                 response = try await finish(pending.authorizationID, session: session, authorization)
             } else {
                 try await store.authenticated(pending.authorizationID, subject: subject)
-                response = consentPage(client, id: pending.authorizationID, csrf: csrf, subject: subject, authorization, newCookie: true)
+                response = consentPage(
+                    client,
+                    id: pending.authorizationID,
+                    csrf: csrf,
+                    subject: subject,
+                    authorization,
+                    newCookie: true
+                )
             }
         } else {
             response = page(

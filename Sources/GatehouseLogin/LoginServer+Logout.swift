@@ -17,8 +17,9 @@ extension LoginServer {
     func logout(_ request: WireRequest) async throws -> WireResponse {
         let fields: FormFields
         if request.method == "POST" {
-            guard request.header("Content-Type")?.lowercased().split(separator: ";").first
-                == "application/x-www-form-urlencoded",
+            guard
+                request.header("Content-Type")?.lowercased().split(separator: ";").first
+                    == "application/x-www-form-urlencoded",
                 request.body.count <= 16_384, let form = FormFields(body: request.body)
             else { throw LoginError("The sign-out form could not be read.") }
             fields = form
@@ -29,11 +30,15 @@ extension LoginServer {
             fields = query
         }
         let state = fields["state"]
-        if let state, !(1...512).contains(state.utf8.count) { throw LoginError("The sign-out link's state is too long.") }
+        if let state, !(1...512).contains(state.utf8.count) {
+            throw LoginError("The sign-out link's state is too long.")
+        }
         var hint: IDTokenClaims?
         if let token = fields["id_token_hint"] {
             guard let claims = try? await verifiedIDToken(token) else {
-                throw LoginError("The sign-out link carries an ID token this login did not issue, or whose key it no longer publishes.")
+                throw LoginError(
+                    "The sign-out link carries an ID token this login did not issue, or whose key it no longer publishes."
+                )
             }
             hint = claims
         }
@@ -56,7 +61,8 @@ extension LoginServer {
             }
             target = uri
         }
-        guard let session = try await browserSession(request), let value = cookie(Self.sessionCookie, in: request) else {
+        guard let session = try await browserSession(request), let value = cookie(Self.sessionCookie, in: request)
+        else {
             return signedOut(target, state: state)
         }
         let confirmation = logoutConfirmation(for: value)
@@ -83,8 +89,13 @@ extension LoginServer {
     /// The confirmation the sign-out form carries: a MAC under the browser's own session cookie,
     /// which another site can neither read nor guess.
     private func logoutConfirmation(for cookie: String) -> String {
-        Data(HMAC<SHA256>.authenticationCode(for: Data("gatehouse logout".utf8), using: SymmetricKey(data: Data(cookie.utf8))))
-            .base64URLEncodedString
+        Data(
+            HMAC<SHA256>.authenticationCode(
+                for: Data("gatehouse logout".utf8),
+                using: SymmetricKey(data: Data(cookie.utf8))
+            )
+        )
+        .base64URLEncodedString
     }
 
     /// The browser is signed out: its cookie is cleared, and it goes to `target` (with `state`)
@@ -94,7 +105,12 @@ extension LoginServer {
         if let target {
             response = redirect(target, state.map { [("state", $0)] } ?? [])
         } else {
-            response = page(200, "Signed out", template: "notice", ["heading": "Signed out", "message": "You are signed out."])
+            response = page(
+                200,
+                "Signed out",
+                template: "notice",
+                ["heading": "Signed out", "message": "You are signed out."]
+            )
         }
         response.headers["Set-Cookie"] = sessionCookie("", maxAge: 0)
         return response
@@ -111,7 +127,12 @@ extension LoginServer {
         let clock = clock
         let deliverer = logoutDelivery
         Task {
-            await deliverer.deliverDue(store: store, keyRing: keyRing, issuer: issuer, now: { clock.now.timeIntervalSince1970 })
+            await deliverer.deliverDue(
+                store: store,
+                keyRing: keyRing,
+                issuer: issuer,
+                now: { clock.now.timeIntervalSince1970 }
+            )
         }
     }
 

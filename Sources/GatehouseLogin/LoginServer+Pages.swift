@@ -234,7 +234,12 @@ extension LoginServer {
             guard let session = try await browserSession(request), session.subject == subject else {
                 throw LoginError("Your sign-in ended meanwhile. Start again in the app.")
             }
-            try await store.grantConsent(subject: subject, clientID: authorization.clientID, scope: authorization.scope, now: now)
+            try await store.grantConsent(
+                subject: subject,
+                clientID: authorization.clientID,
+                scope: authorization.scope,
+                now: now
+            )
             return try await finish(id, session: session, authorization)
         case "deny":
             try await store.cancelAuthorization(id)

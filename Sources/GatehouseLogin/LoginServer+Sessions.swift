@@ -84,10 +84,16 @@ extension LoginServer {
     /// An app user of an identity provider that signs in here is the same user; one of another
     /// provider is `provider|subject`. The method is the device's key (`hwk`): the token came
     /// with a proof of it.
-    public func startBrowserSession(subject: String, identityProvider: String, cookies: String?) async throws -> String {
+    public func startBrowserSession(subject: String, identityProvider: String, cookies: String?) async throws -> String
+    {
         let local = directoryIdentityProviders.contains(identityProvider) ? subject : "\(identityProvider)|\(subject)"
         let request = cookies.map { WireRequest(method: "GET", path: "/", headers: ["Cookie": $0]) }
-        let (_, cookie) = try await beginBrowserSession(replacing: request, subject: local, amr: ["hwk"], acr: Self.appACR)
+        let (_, cookie) = try await beginBrowserSession(
+            replacing: request,
+            subject: local,
+            amr: ["hwk"],
+            acr: Self.appACR
+        )
         return cookie
     }
 

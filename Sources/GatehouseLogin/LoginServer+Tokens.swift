@@ -84,7 +84,8 @@ extension LoginServer {
             guard header.utf8.count <= 1024, header.lowercased().hasPrefix("basic "),
                 let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
                 let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
-                let id = FormFields.decode(text[..<colon]), let secret = FormFields.decode(text[text.index(after: colon)...])
+                let id = FormFields.decode(text[..<colon]),
+                let secret = FormFields.decode(text[text.index(after: colon)...])
             else {
                 throw TokenError(
                     status: 401,
@@ -193,7 +194,10 @@ extension LoginServer {
                 throw TokenError(status: 400, error: "invalid_scope", description: "Ask for granted scopes only.")
             }
             if refusal == .reused {
-                logger.warning("A spent refresh token was used again; its grant is revoked", metadata: ["client": "\(client.id)"])
+                logger.warning(
+                    "A spent refresh token was used again; its grant is revoked",
+                    metadata: ["client": "\(client.id)"]
+                )
             }
             throw TokenError(
                 status: 400,

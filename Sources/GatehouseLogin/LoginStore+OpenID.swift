@@ -172,7 +172,8 @@ extension LoginStore {
             let earlier =
                 try String.fetchOne(
                     db,
-                    sql: "SELECT scope FROM login_consents WHERE subject = ? AND client_id = ? \(db.dialect.lockingRows)",
+                    sql:
+                        "SELECT scope FROM login_consents WHERE subject = ? AND client_id = ? \(db.dialect.lockingRows)",
                     arguments: [subject, clientID]
                 ) ?? ""
             let all = Set(earlier.split(separator: " ").map(String.init) + scope.split(separator: " ").map(String.init))
@@ -319,7 +320,8 @@ extension LoginStore {
             else {
                 let spent = try SQLRow.fetchOne(
                     db,
-                    sql: "SELECT grant_id, client_id FROM login_tokens WHERE hash = ? AND kind = 'refresh' AND used_at IS NOT NULL",
+                    sql:
+                        "SELECT grant_id, client_id FROM login_tokens WHERE hash = ? AND kind = 'refresh' AND used_at IS NOT NULL",
                     arguments: [Self.hash(token)]
                 )
                 guard let spent, spent["client_id"] as String == clientID else { return .failure(.invalid) }
@@ -372,7 +374,8 @@ extension LoginStore {
         try await storage.write { db in
             let due = try String.fetchAll(
                 db,
-                sql: "SELECT id FROM login_logout_deliveries WHERE next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+                sql:
+                    "SELECT id FROM login_logout_deliveries WHERE next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
                 arguments: [now, limit]
             )
             return try due.compactMap { id in

@@ -164,7 +164,7 @@ extension LoginStore {
                         last_seen_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (provider, upstream_subject))
                     """,
                 ]
-            )
+            ),
         ]
     )
 }

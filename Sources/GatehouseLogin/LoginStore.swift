@@ -345,7 +345,13 @@ public final class LoginStore: Sendable {
         verifier: String,
         now: Double
     ) async throws -> (subject: String, scope: String) {
-        let redeemed = try await redeemCode(code, clientID: clientID, redirectURI: redirectURI, verifier: verifier, now: now)
+        let redeemed = try await redeemCode(
+            code,
+            clientID: clientID,
+            redirectURI: redirectURI,
+            verifier: verifier,
+            now: now
+        )
         return (redeemed.subject, redeemed.scope)
     }
 

@@ -64,7 +64,8 @@ struct OpenIDParameters: Sendable {
             parameters.maxAge = seconds
         }
         if let hint = query["login_hint"] {
-            guard hint.utf8.count <= 254, !hint.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            guard hint.utf8.count <= 254,
+                !hint.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else { return refusal("invalid_request", "login_hint is at most 254 characters.") }
             parameters.loginHint = hint
         }

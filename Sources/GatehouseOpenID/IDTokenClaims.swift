@@ -105,7 +105,9 @@ public struct Audience: Codable, Sendable, Equatable {
     /// Reads a string or an array of strings.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let one = try? container.decode(String.self) { values = [one] } else {
+        if let one = try? container.decode(String.self) {
+            values = [one]
+        } else {
             values = try container.decode([String].self)
         }
     }

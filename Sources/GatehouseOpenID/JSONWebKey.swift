@@ -1,7 +1,7 @@
 public import Crypto
 public import Foundation
-public import _CryptoExtras
 import GatehouseProtocol
+public import _CryptoExtras
 
 /// A public key as a JSON Web Key (RFC 7517) of the two kinds OpenID Connect signs with: RSA
 /// (`kty` RSA, for RS256, the algorithm every provider must offer) and P-256 (`kty` EC, for

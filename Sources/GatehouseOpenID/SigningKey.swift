@@ -1,7 +1,7 @@
 import Crypto
 public import Foundation
-import _CryptoExtras
 import GatehouseProtocol
+import _CryptoExtras
 
 /// A private key that signs tokens: RSA 2048 for RS256 or P-256 for ES256, with its key id.
 /// Stored as PKCS#8 PEM (``pem``) and read back with ``init(algorithm:kid:pem:)``.

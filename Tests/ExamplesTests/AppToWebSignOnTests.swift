@@ -43,7 +43,8 @@ struct AppToWebSignOnTests {
         """.write(to: manifest, atomically: true, encoding: .utf8)
         let server = try Session(
             [
-                "serve", "--manifest", manifest.path, "--database", directory.appendingPathComponent("server.sqlite").path,
+                "serve", "--manifest", manifest.path, "--database",
+                directory.appendingPathComponent("server.sqlite").path,
                 "--port", "\(port)",
             ]
         )
@@ -71,7 +72,10 @@ struct AppToWebSignOnTests {
         // The link's page, the button, and then the shop: its sign-in goes to the hosted login,
         // which knows this browser now and answers with a code at once.
         let browser = try Session(
-            [link, "--press", "Continue as", "--expect", "Signed in as demo-api|ann@example.com", "--never", "#password"],
+            [
+                link, "--press", "Continue as", "--expect", "Signed in as demo-api|ann@example.com", "--never",
+                "#password",
+            ],
             binary: packageRoot.appendingPathComponent("scripts/browser-continue").path
         )
         #expect(try await browser.finish(within: 60) == 0, "\(browser.errors.withLock { $0 })")

@@ -71,7 +71,8 @@ private struct FederatedSetup {
         """.write(to: manifest, atomically: true, encoding: .utf8)
         let server = try Session(
             [
-                "serve", "--manifest", manifest.path, "--database", directory.appendingPathComponent("server.sqlite").path,
+                "serve", "--manifest", manifest.path, "--database",
+                directory.appendingPathComponent("server.sqlite").path,
                 "--port", "\(port)",
             ]
         )
@@ -93,7 +94,8 @@ private struct FederatedSetup {
     }
 
     /// Signs in at Glewlwyd in headless Chromium, from `url` (pressing `choose` first, when given).
-    func signInAtProvider(_ url: String, as user: String, choose: String? = nil, expect: String) async throws -> String {
+    func signInAtProvider(_ url: String, as user: String, choose: String? = nil, expect: String) async throws -> String
+    {
         let browser = try Session(
             [url, user, try #require(users[user])] + (choose.map { ["--choose", $0] } ?? []) + ["--expect", expect],
             binary: packageRoot.appendingPathComponent("scripts/external-provider-login").path
@@ -140,7 +142,11 @@ struct FederationTests {
             expect: "has no verified e-mail address"
         )
         #expect(refused.contains("/login/federation/callback"))
-        #expect(setup.server.errors.withLock { $0 }.contains("An external sign-in without a verified e-mail address refused"))
+        #expect(
+            setup.server.errors.withLock { $0 }.contains(
+                "An external sign-in without a verified e-mail address refused"
+            )
+        )
     }
 
     @Test("a device registers through Glewlwyd: its idp.browser client signs in there alone, then the PIN")
@@ -165,7 +171,10 @@ struct FederationTests {
         let output = register.output.withLock { $0 }
         #expect(output.contains("with Corporate via Gatehouse"), "\(output)")
         let profiles = try Session(
-            ["profiles", "list", "--server", setup.url, "--data-dir", setup.directory.appendingPathComponent("device").path]
+            [
+                "profiles", "list", "--server", setup.url, "--data-dir",
+                setup.directory.appendingPathComponent("device").path,
+            ]
         )
         #expect(try await profiles.finish() == 0)
         let listed = profiles.output.withLock { $0 }

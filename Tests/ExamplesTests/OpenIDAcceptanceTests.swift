@@ -68,7 +68,11 @@ struct OpenIDAcceptanceTests {
         add.type("correct horse battery")
         #expect(try await add.finish() == 0, "\(add.errors.withLock { $0 })")
 
-        let (server, url) = try await startServer(in: directory, manifest: ["--manifest", manifest.path], database: database)
+        let (server, url) = try await startServer(
+            in: directory,
+            manifest: ["--manifest", manifest.path],
+            database: database
+        )
         defer { server.process.terminate() }
         let given: [String: Any] = [
             "discovery": url + "/login/.well-known/openid-configuration",

@@ -46,8 +46,8 @@ import Testing
         }
         // A payload swapped under the same signature.
         let parts = token.split(separator: ".").map(String.init)
-        let forged = parts[0] + "." + (try JSONEncoder().encode(Claims(sub: "eve", n: 7))).base64URLEncodedString + "."
-            + parts[2]
+        let swapped = try JSONEncoder().encode(Claims(sub: "eve", n: 7)).base64URLEncodedString
+        let forged = parts[0] + "." + swapped + "." + parts[2]
         #expect(throws: JSONWebSignature.Refusal.self) {
             try JSONWebSignature(compact: forged).verify(with: JSONWebKeySet(keys: [try key.publicJWK()]))
         }

@@ -104,7 +104,9 @@ public enum HTTPTokenServer {
             // Several cookies travel as one value, a cookie a line (no header value holds a line
             // break), and go out as a header each (RFC 6265 §3: they cannot be folded).
             if fieldName == .setCookie {
-                for cookie in value.split(separator: "\n") { fields.append(HTTPField(name: .setCookie, value: String(cookie))) }
+                for cookie in value.split(separator: "\n") {
+                    fields.append(HTTPField(name: .setCookie, value: String(cookie)))
+                }
             } else {
                 fields[fieldName] = value
             }

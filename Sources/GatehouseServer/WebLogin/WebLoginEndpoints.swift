@@ -137,7 +137,8 @@ extension TokenServer {
         else { return invalidSignInLink() }
         let secure = publicURL.hasPrefix("https://") ? "; Secure" : ""
         var cookies =
-            "gh_web=\(session); Path=/web/; HttpOnly; SameSite=Lax; Max-Age=\(configuration.webSessionLifetime)" + secure
+            "gh_web=\(session); Path=/web/; HttpOnly; SameSite=Lax; Max-Age=\(configuration.webSessionLifetime)"
+            + secure
         // The hosted login, when mounted, signs this browser in too: the target's own OpenID
         // sign-in there then completes without asking for anything.
         if let starter = extensions.lazy.compactMap({ $0 as? any BrowserSessionStarter }).first,
