@@ -2,8 +2,8 @@
 //
 //   WEB_SHOP_CLIENT_SECRET=… web-shop --issuer http://127.0.0.1:8080/login --client-id web-shop
 //
-// Register http://127.0.0.1:8095/callback as the client's redirect URI and
-// http://127.0.0.1:8095/ as its post-logout redirect URI at the provider.
+// Register http://127.0.0.1:8070/callback as the client's redirect URI and
+// http://127.0.0.1:8070/ as its post-logout redirect URI at the provider.
 //
 // The sign-in's state, nonce and PKCE verifier travel in a cookie sealed with AES-GCM under a
 // key made at start-up (a restart only ends sign-ins under way); the session is an opaque id into
@@ -24,7 +24,7 @@ struct WebShop: AsyncParsableCommand {
     )
 
     @Option(help: "The port to listen on, on 127.0.0.1.")
-    var port: Int = 8095
+    var port: Int = 8070
 
     @Option(help: "The OpenID provider's issuer, e.g. http://127.0.0.1:8080/login.")
     var issuer: String
