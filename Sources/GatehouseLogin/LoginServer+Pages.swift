@@ -58,7 +58,8 @@ extension LoginServer {
         var session = try await browserSession(request)
         if let current = session {
             if openID.prompt.contains(.login) { session = nil }
-            if let maxAge = openID.maxAge, now - current.authTime > Double(maxAge) { session = nil }
+            // max_age=0 asks for a fresh sign-in whatever the clock says (Core 1.0 §3.1.2.1).
+            if let maxAge = openID.maxAge, now - current.authTime >= Double(maxAge) { session = nil }
             if let hint = openID.idTokenHint {
                 // A hint for another user: the browser's session is not the one the client means.
                 guard let hinted = await hintedSubject(hint, clientID: client.id) else {
