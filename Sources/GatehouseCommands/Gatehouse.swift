@@ -61,9 +61,7 @@ public enum GatehouseCommandLine {
             Gatehouse.exit(withError: error)
         } catch let error as CleanExit {
             Gatehouse.exit(withError: error)
-        } catch  where String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") {
-            // ArgumentParser's own commands (`help`, and `--help` on a command it routes there)
-            // signal with errors of its own, which only it knows how to print.
+        } catch let error where isArgumentParserSignal(error) {
             Gatehouse.exit(withError: error)
         } catch {
             Gatehouse.exit(withError: CommandSupport.fail(error))
@@ -82,4 +80,11 @@ struct Gatehouse: AsyncParsableCommand {
             UserCommands.self, SigningKeyCommands.self, ManifestCommands.self,
         ]
     )
+}
+
+/// Whether `error` is one of ArgumentParser's own (its `help` command and `--help` routed there
+/// signal with such), which only ArgumentParser knows how to print. A `ValidationError` that a
+/// command throws while it runs is one of ours: a sentence like the rest.
+private func isArgumentParserSignal(_ error: any Error) -> Bool {
+    !(error is ValidationError) && String(reflecting: type(of: error)).hasPrefix("ArgumentParser.")
 }
