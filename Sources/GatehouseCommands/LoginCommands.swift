@@ -41,10 +41,10 @@ struct UserCommands: AsyncParsableCommand {
         func withLogin<T: Sendable>(_ body: (LoginServer) async throws -> T) async throws -> T {
             var environment = CommandSupport.environment(logger: CommandSupport.logger("gatehouse.login"))
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
-            let loaded = try CommandSupport.manifest(manifest.serverManifest)
+            let (loaded, source) = try manifest.serverManifest()
             guard loaded.sections["login"] != nil else {
                 throw ManifestError(
-                    source: manifest.serverManifest,
+                    source: source,
                     problem: "it has no login section, so there is no hosted login to add users to"
                 )
             }

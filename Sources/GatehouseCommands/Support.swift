@@ -16,15 +16,22 @@ struct ManifestOptions: ParsableArguments {
     @Option(
         help: """
             A manifest (JSON or YAML) naming the plugins. Device commands default to what the server publishes at \
-            /v1/configuration; `demo` to $GATEHOUSE_MANIFEST, else the built-in example server.yaml; `users` to \
-            $GATEHOUSE_MANIFEST, else Examples/manifests/server.yaml in the working folder.
+            /v1/configuration; `demo`, `users` and `signing-keys` to $GATEHOUSE_MANIFEST, else the built-in example \
+            server.yaml (`gatehouse manifest example server`).
             """
     )
     var manifest: String?
 
-    /// The manifest file a server-side command (users) reads.
-    var serverManifest: String {
-        EnvironmentSettings().resolve(manifest, "manifest") ?? "Examples/manifests/server.yaml"
+    /// The manifest a server-side command (users, signing-keys) reads: the file named, else the
+    /// built-in example `server.yaml`, as `demo` and `serve`'s README use it, from any folder.
+    func serverManifest() throws -> (manifest: Manifest, source: String) {
+        guard let path = EnvironmentSettings().resolve(manifest, "manifest") else {
+            return (
+                try ExampleManifests.manifest("server.yaml", publicURL: EmbeddedTokenServer.defaultURL),
+                "server.yaml (built in)"
+            )
+        }
+        return (try CommandSupport.manifest(path), path)
     }
 
     /// The manifest `demo` runs: the file named, else the built-in example `server.yaml` (`gatehouse

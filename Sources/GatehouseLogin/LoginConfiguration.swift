@@ -287,7 +287,10 @@ public struct LoginConfiguration: Decodable, Sendable {
     /// Whether `redirectURI` is one of `client`'s: an exact match, or a loopback redirect on any
     /// port with one of its paths.
     public static func allows(_ redirectURI: String, for client: Client) -> Bool {
-        if client.redirectURIs.contains(redirectURI) { return true }
+        // Byte for byte: Swift's == takes canonically equivalent texts (a Kelvin sign for K) as
+        // equal, and a URI the browser is sent to must be exactly the registered one.
+        guard redirectURI.utf8.allSatisfy({ $0 < 0x80 }) else { return false }
+        if client.redirectURIs.contains(where: { $0.utf8.elementsEqual(redirectURI.utf8) }) { return true }
         for path in client.loopbackRedirectPaths {
             for host in ["http://127.0.0.1:", "http://[::1]:"] where redirectURI.hasPrefix(host) {
                 let rest = redirectURI.dropFirst(host.count)
@@ -295,7 +298,7 @@ public struct LoginConfiguration: Decodable, Sendable {
                 guard (1...5).contains(port.count), let number = Int(port), (1...65535).contains(number) else {
                     continue
                 }
-                if rest.dropFirst(port.count) == path { return true }
+                if rest.dropFirst(port.count).utf8.elementsEqual(path.utf8) { return true }
             }
         }
         return false

@@ -152,6 +152,7 @@ extension LoginServer {
             provider: provider.id,
             upstream: signIn.claims.sub,
             email: email,
+            emailVerified: verified,
             proposed: proposed,
             now: now
         )

@@ -56,7 +56,10 @@ extension LoginServer {
         }
         var target: String?
         if let uri = fields["post_logout_redirect_uri"] {
-            guard let client, client.postLogoutRedirectURIs.contains(uri) else {
+            // Byte for byte, as redirect URIs (LoginConfiguration.allows).
+            guard let client, uri.utf8.allSatisfy({ $0 < 0x80 }),
+                client.postLogoutRedirectURIs.contains(where: { $0.utf8.elementsEqual(uri.utf8) })
+            else {
                 throw LoginError("The sign-out link's return address is not registered for that application.")
             }
             target = uri
@@ -66,7 +69,11 @@ extension LoginServer {
             return signedOut(target, state: state)
         }
         let confirmation = logoutConfirmation(for: value)
-        let confirmedByHint = hint?.sid == session.id
+        // The hint's sid is the session's as the hint's client knows it.
+        var confirmedByHint = false
+        if let hint, let sid = hint.sid, let hinted = configuration.clients.first(where: { hint.aud.contains($0.id) }) {
+            confirmedByHint = ConstantTime.equals(sid, try await publicSessionID(session.id, for: hinted))
+        }
         let confirmedByUser =
             request.method == "POST" && fields["confirm"] == "yes"
             && fields["csrf"].map { ConstantTime.equals($0, confirmation) } == true
@@ -112,7 +119,11 @@ extension LoginServer {
                 ["heading": "Signed out", "message": "You are signed out."]
             )
         }
-        response.headers["Set-Cookie"] = sessionCookie("", maxAge: 0)
+        // The app-to-web session on the server's own /web/ pages ends with it: signing out here
+        // signs the browser out of everything this server signed it in to.
+        response.headers["Set-Cookie"] =
+            sessionCookie("", maxAge: 0) + "\ngh_web=; Path=/web/; HttpOnly; SameSite=Lax; Max-Age=0"
+            + (secureCookies ? "; Secure" : "")
         return response
     }
 

@@ -126,8 +126,8 @@ extension LoginServer {
         claims.nonce = nonce
         claims.amr = grant.details.amr
         claims.acr = grant.details.acr
-        claims.sid = grant.details.sessionID
-        let profile = Self.profile(grant.subject, scope: grant.scope)
+        if let sid = grant.details.sessionID { claims.sid = try await publicSessionID(sid, for: client) }
+        let profile = try await profile(grant.subject, scope: grant.scope)
         claims.name = profile.name
         claims.preferredUsername = profile.preferredUsername
         claims.email = profile.email
@@ -148,6 +148,8 @@ extension LoginServer {
     /// it; expiry is not checked (a hint may be old). Throws otherwise.
     func verifiedIDToken(_ token: String) async throws -> IDTokenClaims {
         let jws = try JSONWebSignature(compact: token)
+        // Only ID tokens: a logout token, signed with the same keys, is no hint.
+        guard jws.header.typ == "JWT" else { throw JSONWebSignature.Refusal("not an ID token") }
         var keys = try await keyRing.keys(now: now)
         if let kid = jws.header.kid, !keys.published.keys.contains(where: { $0.kid == kid }) {
             keys = try await keyRing.keys(now: now, refresh: true)
@@ -158,18 +160,25 @@ extension LoginServer {
         return claims
     }
 
-    /// What the directory knows of a user, by scope: the username is an e-mail address the user
-    /// typed, not one anyone verified.
-    static func profile(_ subject: String, scope: String) -> UserProfile {
+    /// What is known of a user, by scope. A directory user's username is an e-mail address the
+    /// user typed, not one anyone verified; a federated user's address is the provider's, with
+    /// its verdict; a user of another identity provider (`provider|subject`) has none here.
+    func profile(_ subject: String, scope: String) async throws -> UserProfile {
         let scopes = Set(scope.split(separator: " "))
         var profile = UserProfile(sub: subject)
         if scopes.contains("profile") {
             profile.name = subject
             profile.preferredUsername = subject
         }
-        if scopes.contains("email"), subject.contains("@") {
-            profile.email = subject
-            profile.emailVerified = false
+        guard scopes.contains("email") else { return profile }
+        if !subject.contains("|") {
+            if subject.contains("@") {
+                profile.email = subject
+                profile.emailVerified = false
+            }
+        } else if let known = try await store.federatedEmail(of: subject) {
+            profile.email = known.email
+            profile.emailVerified = known.verified
         }
         return profile
     }

@@ -195,8 +195,9 @@ extension LoginServer {
         _ subject: String,
         _ authorization: LoginStore.AuthorizationRequest
     ) async throws -> Bool {
-        guard client.consent else { return true }
+        // prompt=consent is honoured for every client, also one that does not ask by itself.
         guard !authorization.forceConsent else { return false }
+        guard client.consent else { return true }
         return try await store.hasConsent(subject: subject, clientID: client.id, scope: authorization.scope)
     }
 

@@ -65,7 +65,8 @@ extension LoginServer {
                 return LoginStore.OwedLogout(
                     clientID: clientID,
                     uri: uri,
-                    subject: Self.publicSubject(subject, for: client, pairwiseSecret: subjects)
+                    subject: Self.publicSubject(subject, for: client, pairwiseSecret: subjects),
+                    sessionID: Self.publicSessionID(id, for: client, pairwiseSecret: subjects)
                 )
             }
         }
@@ -128,6 +129,21 @@ extension LoginServer {
             )
             return Data(mac).base64URLEncodedString
         }
+    }
+
+    /// Session id `sid` as `client` sees it: a pairwise client gets one of its own (an HMAC of its
+    /// sector and the session id), so two sectors cannot link their users through it either.
+    func publicSessionID(_ sid: String, for client: LoginConfiguration.Client) async throws -> String {
+        Self.publicSessionID(sid, for: client, pairwiseSecret: try await subjectSecrets())
+    }
+
+    static func publicSessionID(_ sid: String, for client: LoginConfiguration.Client, pairwiseSecret: Data) -> String {
+        guard client.subjectType == .pairwise else { return sid }
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data("sid\u{0}\(client.sector)\u{0}\(sid)".utf8),
+            using: SymmetricKey(data: pairwiseSecret)
+        )
+        return Data(mac).prefix(18).base64URLEncodedString
     }
 
     /// The subject (as `clientID` sees it) of an ID token this provider signed for that client;

@@ -184,7 +184,7 @@ extension LoginServer {
         guard let token = fields["refresh_token"], (1...128).contains(token.utf8.count) else {
             throw TokenError(status: 400, error: "invalid_request", description: "refresh_token is required.")
         }
-        var grant: LoginStore.TokenGrant
+        let grant: LoginStore.TokenGrant
         do {
             // A narrower scope may be asked for (RFC 6749 §6), never a wider one; the store
             // refuses a wider one without spending the token.
@@ -205,25 +205,36 @@ extension LoginServer {
                 description: "The refresh token is not valid (expired, revoked, spent or another client's)."
             )
         }
-        if let asked = fields["scope"] { grant.scope = asked.split(separator: " ").joined(separator: " ") }
-        return try await issue(grant, client, nonce: nil)
+        // The new refresh token keeps the grant's whole scope (RFC 6749 §6); only the access token
+        // is narrowed.
+        let narrowed = fields["scope"].map { $0.split(separator: " ").joined(separator: " ") }
+        return try await issue(grant, client, nonce: nil, accessScope: narrowed)
     }
 
     private func issue(
         _ grant: LoginStore.TokenGrant,
         _ client: LoginConfiguration.Client,
-        nonce: String?
+        nonce: String?,
+        accessScope: String? = nil
     ) async throws -> WireResponse {
         guard
             let (access, refresh) = try await store.issueTokens(
                 grant,
                 accessExpiresAt: now + Double(configuration.accessTokenLifetime),
                 refreshExpiresAt: client.refreshTokens ? now + Double(configuration.refreshTokenLifetime) : nil,
+                accessScope: accessScope,
                 now: now
             )
         else {
-            throw TokenError(status: 400, error: "invalid_grant", description: "The sign-in session has ended.")
+            throw TokenError(
+                status: 400,
+                error: "invalid_grant",
+                description:
+                    "The grant was revoked (a code or refresh token used twice) or its sign-in session has ended."
+            )
         }
+        var grant = grant
+        if let accessScope { grant.scope = accessScope }
         let openID = grant.scope.split(separator: " ").contains("openid")
         return json(
             200,
@@ -275,7 +286,7 @@ extension LoginServer {
             guard grant.scope.split(separator: " ").contains("openid") else {
                 return refuse(403, "insufficient_scope", "The access token was not issued with the openid scope.")
             }
-            var profile = Self.profile(grant.subject, scope: grant.scope)
+            var profile = try await profile(grant.subject, scope: grant.scope)
             profile.sub = try await publicSubject(grant.subject, for: client)
             return json(200, profile)
         } catch is StorageUnavailable {

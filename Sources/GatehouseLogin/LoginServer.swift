@@ -207,11 +207,25 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
             case ("GET", Self.logoutPath), ("POST", Self.logoutPath): return try await logout(request)
             case ("POST", Self.federationStartPath): return try await federationButton(request)
             case ("GET", Self.federationCallbackPath): return try await federationCallback(request)
+            // A 405 names the methods the resource takes (RFC 9110 §15.5.6).
             case (_, Self.tokenPath), (_, Self.discoveryPath), (_, Self.jwksPath):
-                return json(405, ["error": "invalid_request", "error_description": "Method not allowed."])
+                return json(
+                    405,
+                    ["error": "invalid_request", "error_description": "Method not allowed."],
+                    headers: ["Allow": path == Self.tokenPath ? "POST" : "GET"]
+                )
             case (_, Self.authorizePath), (_, Self.consentPath), (_, Self.userinfoPath), (_, Self.logoutPath),
                 (_, Self.federationStartPath), (_, Self.federationCallbackPath):
-                return page(405, "Not allowed", "This page does not accept \(request.method.prefix(10)) requests.")
+                let allowed =
+                    [Self.consentPath, Self.federationStartPath].contains(path)
+                    ? "POST" : path == Self.federationCallbackPath ? "GET" : "GET, POST"
+                let message = "This page does not accept \(request.method.prefix(10)) requests."
+                return page(
+                    405,
+                    "Not allowed",
+                    ["heading": "Not allowed", "message": message],
+                    headers: ["Allow": allowed]
+                )
             default:
                 return page(404, "Not found", "There is no such page.")
             }
@@ -264,7 +278,7 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
         return WireResponse(
             status: 303,
             headers: [
-                "Location": redirectURI + separator + FormFields.encode(fields),
+                "Location": fields.isEmpty ? redirectURI : redirectURI + separator + FormFields.encode(fields),
                 "Cache-Control": "no-store",
                 "Referrer-Policy": "no-referrer",
             ],

@@ -66,6 +66,7 @@ extension LoginStore {
         provider: String,
         upstream: String,
         email: String?,
+        emailVerified: Bool,
         proposed: String,
         now: Double
     ) async throws -> String {
@@ -73,15 +74,30 @@ extension LoginStore {
             try String.fetchOne(
                 db,
                 sql: """
-                    INSERT INTO login_federated_accounts (provider, upstream_subject, subject, email, created_at,
-                        last_seen_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO login_federated_accounts (provider, upstream_subject, subject, email, email_verified,
+                        created_at, last_seen_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (provider, upstream_subject) DO UPDATE SET email = excluded.email,
-                        last_seen_at = excluded.last_seen_at
+                        email_verified = excluded.email_verified, last_seen_at = excluded.last_seen_at
                     RETURNING subject
                     """,
-                arguments: [provider, upstream, proposed, email, now, now]
+                arguments: [provider, upstream, proposed, email, emailVerified, now, now]
             ) ?? proposed
+        }
+    }
+
+    /// The e-mail address the provider last gave for federated subject `subject`, and whether it
+    /// had verified it.
+    func federatedEmail(of subject: String) async throws -> (email: String, verified: Bool)? {
+        try await storage.read { db in
+            try SQLRow.fetchOne(
+                db,
+                sql: """
+                    SELECT email, email_verified FROM login_federated_accounts
+                    WHERE subject = ? AND email IS NOT NULL ORDER BY last_seen_at DESC LIMIT 1
+                    """,
+                arguments: [subject]
+            ).map { ($0["email"], $0["email_verified"]) }
         }
     }
 

@@ -105,6 +105,8 @@ extension LoginStore {
         var clientID: String
         var uri: String
         var subject: String
+        /// The session id as the client knows it.
+        var sessionID: String
     }
 
     /// Ends session `id` (once: nil if it had ended): revokes the tokens issued in it and queues
@@ -141,8 +143,8 @@ extension LoginStore {
                         VALUES (?, ?, ?, ?, ?, 0, ?, ?)
                         """,
                     arguments: [
-                        Data.random(count: 12).base64URLEncodedString, logout.clientID, logout.uri, logout.subject, id,
-                        now, now,
+                        Data.random(count: 12).base64URLEncodedString, logout.clientID, logout.uri, logout.subject,
+                        logout.sessionID, now, now,
                     ]
                 )
             }
@@ -198,18 +200,34 @@ extension LoginStore {
         var details: GrantDetails
     }
 
-    /// Issues an access token (and a refresh token, when `refreshExpiresAt` is set) for `grant`,
-    /// unless its session ended meanwhile. Returns the tokens, nil when the session has ended.
+    /// Issues an access token (for `accessScope`, else the grant's) and a refresh token (for the
+    /// grant's whole scope, when `refreshExpiresAt` is set) for `grant`, unless the grant was
+    /// revoked or its session ended meanwhile; nil then.
     func issueTokens(
         _ grant: TokenGrant,
         accessExpiresAt: Double,
         refreshExpiresAt: Double?,
+        accessScope: String? = nil,
         now: Double
     ) async throws -> (access: String, refresh: String?)? {
         let access = Data.random(count: 32).base64URLEncodedString
         let refresh = refreshExpiresAt.map { _ in Data.random(count: 32).base64URLEncodedString }
         let issued: Bool = try await storage.write { db in
             try db.execute(sql: "DELETE FROM login_tokens WHERE expires_at < ?", arguments: [now - 86400])
+            try db.execute(sql: "DELETE FROM login_grants WHERE expires_at < ?", arguments: [now - 86400])
+            // The grant's row locked until this commits: a replay or reuse revoking the grant now
+            // waits for us and then revokes these tokens too, or revoked it first and we issue none.
+            let revoked = try SQLRow.fetchOne(
+                db,
+                sql: "SELECT revoked_at FROM login_grants WHERE grant_id = ? \(db.dialect.lockingRows)",
+                arguments: [grant.grantID]
+            )
+            guard let revoked, (revoked["revoked_at"] as Double?) == nil else { return false }
+            let lastExpiry = max(accessExpiresAt, refreshExpiresAt ?? 0)
+            try db.execute(
+                sql: "UPDATE login_grants SET expires_at = ? WHERE grant_id = ? AND expires_at < ?",
+                arguments: [lastExpiry, grant.grantID, lastExpiry]
+            )
             if let session = grant.details.sessionID {
                 // The session row locked until this commits: a logout ending it now waits for us
                 // and then revokes these tokens too, or ended it first and we issue none.
@@ -231,7 +249,9 @@ extension LoginStore {
                     arguments: [session, grant.clientID]
                 )
             }
-            try Self.insertToken(db, access, kind: "access", grant, expiresAt: accessExpiresAt)
+            var narrowed = grant
+            if let accessScope { narrowed.scope = accessScope }
+            try Self.insertToken(db, access, kind: "access", narrowed, expiresAt: accessExpiresAt)
             if let refresh, let refreshExpiresAt {
                 try Self.insertToken(db, refresh, kind: "refresh", grant, expiresAt: refreshExpiresAt)
             }
@@ -312,10 +332,11 @@ extension LoginStore {
                     db,
                     sql: """
                         UPDATE login_tokens SET used_at = ?
-                        WHERE hash = ? AND kind = 'refresh' AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ?
+                        WHERE hash = ? AND client_id = ? AND kind = 'refresh' AND used_at IS NULL
+                            AND revoked_at IS NULL AND expires_at > ?
                         RETURNING grant_id, client_id, subject, scope, details
                         """,
-                    arguments: [now, Self.hash(token), now]
+                    arguments: [now, Self.hash(token), clientID, now]
                 )
             else {
                 let spent = try SQLRow.fetchOne(
@@ -325,10 +346,7 @@ extension LoginStore {
                     arguments: [Self.hash(token)]
                 )
                 guard let spent, spent["client_id"] as String == clientID else { return .failure(.invalid) }
-                try db.execute(
-                    sql: "UPDATE login_tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL",
-                    arguments: [now, spent["grant_id"] as String]
-                )
+                try Self.revokeGrant(db, spent["grant_id"], now: now)
                 return .failure(.reused)
             }
             guard row["client_id"] as String == clientID, let grant = Self.grant(row) else {
@@ -346,14 +364,24 @@ extension LoginStore {
         return try outcome.get()
     }
 
-    /// Revokes every token of `grantID` (its code was replayed).
+    /// Revokes `grantID` and every token issued from it (its code was replayed, a spent refresh
+    /// token of it was used again), and what the token endpoint would still issue from it.
     func revokeGrant(_ grantID: String, now: Double) async throws {
-        try await storage.write { db in
-            try db.execute(
-                sql: "UPDATE login_tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL",
-                arguments: [now, grantID]
-            )
-        }
+        try await storage.write { db in try Self.revokeGrant(db, grantID, now: now) }
+    }
+
+    static func revokeGrant(_ db: any SQLSession, _ grantID: String, now: Double) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO login_grants (grant_id, revoked_at, expires_at) VALUES (?, ?, ?)
+                ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at
+                """,
+            arguments: [grantID, now, now + 86400]
+        )
+        try db.execute(
+            sql: "UPDATE login_tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL",
+            arguments: [now, grantID]
+        )
     }
 
     // MARK: - Back-channel logouts

@@ -137,7 +137,7 @@ extension LoginStore {
                 ]
             ),
             MigrationStep(
-                "v3-federation",
+                "v3-federation-grants",
                 sqlite: [
                     """
                     CREATE TABLE login_federation_requests (state_hash BLOB NOT NULL PRIMARY KEY,
@@ -147,9 +147,16 @@ extension LoginStore {
                     "CREATE INDEX login_federation_requests_expires_at ON login_federation_requests (expires_at)",
                     """
                     CREATE TABLE login_federated_accounts (provider TEXT NOT NULL, upstream_subject TEXT NOT NULL,
-                        subject TEXT NOT NULL, email TEXT, created_at DOUBLE NOT NULL, last_seen_at DOUBLE NOT NULL,
+                        subject TEXT NOT NULL, email TEXT, email_verified BOOLEAN NOT NULL, created_at DOUBLE NOT NULL,
+                        last_seen_at DOUBLE NOT NULL,
                         PRIMARY KEY (provider, upstream_subject))
                     """,
+                    "CREATE INDEX login_federated_accounts_subject ON login_federated_accounts (subject)",
+                    """
+                    CREATE TABLE login_grants (grant_id TEXT NOT NULL PRIMARY KEY, revoked_at DOUBLE,
+                        expires_at DOUBLE NOT NULL)
+                    """,
+                    "CREATE INDEX login_grants_expires_at ON login_grants (expires_at)",
                 ],
                 postgres: [
                     """
@@ -160,9 +167,15 @@ extension LoginStore {
                     "CREATE INDEX login_federation_requests_expires_at ON login_federation_requests (expires_at)",
                     """
                     CREATE TABLE login_federated_accounts (provider TEXT NOT NULL, upstream_subject TEXT NOT NULL,
-                        subject TEXT NOT NULL, email TEXT, created_at DOUBLE PRECISION NOT NULL,
+                        subject TEXT NOT NULL, email TEXT, email_verified BOOLEAN NOT NULL, created_at DOUBLE PRECISION NOT NULL,
                         last_seen_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (provider, upstream_subject))
                     """,
+                    "CREATE INDEX login_federated_accounts_subject ON login_federated_accounts (subject)",
+                    """
+                    CREATE TABLE login_grants (grant_id TEXT NOT NULL PRIMARY KEY, revoked_at DOUBLE PRECISION,
+                        expires_at DOUBLE PRECISION NOT NULL)
+                    """,
+                    "CREATE INDEX login_grants_expires_at ON login_grants (expires_at)",
                 ]
             ),
         ]

@@ -400,16 +400,22 @@ public final class LoginStore: Sendable {
                         arguments: [Self.hash(code)]
                     )
                 else { return .failure(.unknown) }
-                try db.execute(
-                    sql: "UPDATE login_tokens SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL",
-                    arguments: [now, grantID]
-                )
+                try Self.revokeGrant(db, grantID, now: now)
                 return .failure(.replayed(subject: subject))
             }
             guard (row["expires_at"] as Double) > now else { return .failure(.expired) }
-            guard row["client_id"] as String == clientID else { return .failure(.wrongClient) }
-            guard row["redirect_uri"] as String == redirectURI else { return .failure(.wrongRedirect) }
+            // Compared byte for byte: Swift's == treats canonically equivalent texts as equal.
+            guard (row["client_id"] as String).utf8.elementsEqual(clientID.utf8) else { return .failure(.wrongClient) }
+            guard (row["redirect_uri"] as String).utf8.elementsEqual(redirectURI.utf8) else {
+                return .failure(.wrongRedirect)
+            }
             guard PKCE.verify(verifier, against: row["code_challenge"]) else { return .failure(.wrongVerifier) }
+            // The grant's row: what revokes it (a replay of the code) and what issues from it
+            // (the token endpoint) meet there, one after the other.
+            try db.execute(
+                sql: "INSERT INTO login_grants (grant_id, expires_at) VALUES (?, ?) ON CONFLICT (grant_id) DO NOTHING",
+                arguments: [grantID, now + 86400]
+            )
             return .success(
                 RedeemedCode(
                     subject: row["subject"],
