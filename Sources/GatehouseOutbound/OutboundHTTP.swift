@@ -55,18 +55,7 @@ public enum OutboundHTTP {
         request.method = .POST
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(bytes: body))
-        // Bounded before the conversion to milliseconds, which would overflow for a huge Duration.
-        let bounded = min(max(timeout, .zero), .seconds(600))
-        let milliseconds = bounded.components.seconds * 1000 + bounded.components.attoseconds / 1_000_000_000_000_000
-        do {
-            let response = try await client.execute(request, timeout: .milliseconds(milliseconds))
-            let collected = try await response.body.collect(upTo: max(0, maxResponseBytes))
-            return Response(status: Int(response.status.code), body: Data(collected.readableBytesView))
-        } catch is NIOTooManyBytesError {
-            throw Failure(url: url.text, reason: "the answer is longer than \(maxResponseBytes) bytes")
-        } catch {
-            throw Failure(url: url.text, reason: "\(error)")
-        }
+        return try await execute(request, url, timeout: timeout, maxResponseBytes: maxResponseBytes)
     }
 
     /// GETs `url` and waits at most `timeout` (at most ten minutes) for the whole answer, with the
@@ -82,6 +71,16 @@ public enum OutboundHTTP {
         var request = HTTPClientRequest(url: url.text)
         request.method = .GET
         for (name, value) in headers { request.headers.add(name: name, value: value) }
+        return try await execute(request, url, timeout: timeout, maxResponseBytes: maxResponseBytes)
+    }
+
+    private static func execute(
+        _ request: HTTPClientRequest,
+        _ url: OutboundURL,
+        timeout: Duration,
+        maxResponseBytes: Int
+    ) async throws(Failure) -> Response {
+        // Bounded before the conversion to milliseconds, which would overflow for a huge Duration.
         let bounded = min(max(timeout, .zero), .seconds(600))
         let milliseconds = bounded.components.seconds * 1000 + bounded.components.attoseconds / 1_000_000_000_000_000
         do {
