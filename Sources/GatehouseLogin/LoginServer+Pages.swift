@@ -278,7 +278,10 @@ extension LoginServer {
                 expiresAt: now + Double(configuration.codeLifetime)
             )
         else { throw LoginError("This sign-in was already finished.") }
-        logger.info("Signed in", metadata: ["client": "\(authorization.clientID)"])
+        logger.info(
+            "Signed in",
+            metadata: ["client": "\(authorization.clientID)", "amr": "\(session.amr.joined(separator: " "))"]
+        )
         return redirect(
             authorization.redirectURI,
             [("code", code), ("state", authorization.state), ("iss", issuer)]

@@ -82,7 +82,8 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
             rotationPeriod: Double(configuration.signingKeys.rotationPeriod),
             // What a retired key signed lives at most an ID token's lifetime; a logout token
             // two minutes; a minute more for clocks that differ.
-            retention: Double(max(configuration.idTokenLifetime, LogoutDeliverer.tokenLifetime) + 60)
+            retention: Double(max(configuration.idTokenLifetime, LogoutDeliverer.tokenLifetime) + 60),
+            logger: environment.logger
         )
         logoutDelivery = LogoutDeliverer(logger: environment.logger)
         relyingParties = try Self.makeRelyingParties(configuration, issuer: issuer, clock: environment.clock)

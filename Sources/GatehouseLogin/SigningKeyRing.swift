@@ -26,10 +26,18 @@ final class SigningKeyRing: Sendable {
     /// How long a retired key stays published: the longest-lived token it signed, plus skew.
     let retention: Double
     let refreshInterval: Double
+    let logger: Logger
     private let snapshot = Mutex<Snapshot?>(nil)
 
-    init(store: LoginStore, cpuWork: any CPUWorkExecutor, rotationPeriod: Double, retention: Double) {
+    init(
+        store: LoginStore,
+        cpuWork: any CPUWorkExecutor,
+        rotationPeriod: Double,
+        retention: Double,
+        logger: Logger
+    ) {
         self.store = store
+        self.logger = logger
         self.cpuWork = cpuWork
         self.rotationPeriod = rotationPeriod
         self.retention = retention
@@ -45,7 +53,21 @@ final class SigningKeyRing: Sendable {
             return current
         }
         let loaded = try await load(now: now)
-        snapshot.withLock { $0 = loaded }
+        let before = snapshot.withLock { current in
+            defer { current = loaded }
+            return current
+        }
+        // What operators look for after `signing-keys rotate`: when this instance took it up.
+        let signing = loaded.signing.mapValues(\.kid)
+        if before.map({ $0.signing.mapValues(\.kid) }) != signing {
+            logger.notice(
+                "Signing with these keys",
+                metadata: [
+                    "keys":
+                        "\(signing.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" })"
+                ]
+            )
+        }
         return loaded
     }
 
