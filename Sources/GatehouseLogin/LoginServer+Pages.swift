@@ -23,7 +23,11 @@ extension LoginServer {
         func refuse(_ error: String, _ description: String) -> WireResponse {
             // A state too long to accept is not echoed either.
             let echoed = (1...512).contains(state.utf8.count) ? [("state", state)] : []
-            return redirect(redirectURI, [("error", error), ("error_description", description)] + echoed)
+            // The issuer on errors too (RFC 9207), so a client of several providers knows which refused.
+            return redirect(
+                redirectURI,
+                [("error", error), ("error_description", description)] + echoed + [("iss", issuer)]
+            )
         }
         guard query["response_type"] == "code" else {
             return refuse("unsupported_response_type", "Only response_type=code is supported.")
@@ -249,7 +253,7 @@ extension LoginServer {
                 authorization.redirectURI,
                 [
                     ("error", "access_denied"), ("error_description", "The user did not allow it."),
-                    ("state", authorization.state),
+                    ("state", authorization.state), ("iss", issuer),
                 ]
             )
         default: throw LoginError("Choose Allow or Deny.")

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("OpenAPI document")
 struct OpenAPITests {
-    @Test("docs/openapi.yaml describes exactly the server's endpoints, the mounted XignIn manager included")
+    @Test("docs/openapi.yaml describes exactly the server's endpoints, the mounted XignIn manager and login included")
     func pathsMatch() throws {
         let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/openapi.yaml")
@@ -17,6 +17,9 @@ struct OpenAPITests {
         let served = Set(Endpoint.all).union([
             // The XignIn manager, mounted when the manifest has an `xignin` section.
             "/xignin/v1/configuration", "/xignin/v1/pin/evaluate", "/xignin/v1/registrations", "/xignin/v1/activations",
+            // The hosted login (the OpenID provider), mounted when the manifest has a `login` section.
+            "/login/.well-known/openid-configuration", "/login/jwks", "/login/authorize", "/login/consent",
+            "/login/token", "/login/userinfo", "/login/logout", "/login/federation", "/login/federation/callback",
         ])
         #expect(documented == served)
     }
