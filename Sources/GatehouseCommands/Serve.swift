@@ -256,11 +256,24 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// A port the system has free on `host` now, for `--port 0`.
+    /// A port free on `host` now, for `--port 0`. It is released until `serve` listens on it, so
+    /// it is drawn from 20000–32767 first: below the range the system hands out to outgoing
+    /// connections and to port-0 sockets (Linux: 32768–60999), where a connection made in that
+    /// moment cannot take it. The system's own pick when none of the draws is free.
     static func freePort(host: String) async throws -> Int {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<32 {
+            let candidate = Int.random(in: 20000...32767, using: &generator)
+            if let port = try? await bound(host: host, port: candidate) { return port }
+        }
+        return try await bound(host: host, port: 0)
+    }
+
+    /// Binds `host`:`port` (0: any), closes it again, and returns the port it had.
+    private static func bound(host: String, port: Int) async throws -> Int {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: host, port: 0).get()
+            .bind(host: host, port: port).get()
         let port = channel.localAddress?.port
         try await channel.close().get()
         guard let port else { throw IOError(errnoCode: EADDRNOTAVAIL, reason: "bind") }
