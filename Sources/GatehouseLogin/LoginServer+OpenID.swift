@@ -7,6 +7,10 @@ import GatehouseServer
 import Logging
 import Synchronization
 
+/// PKCE, which the login checks and ``OpenIDRelyingParty`` makes; kept under this name for the
+/// login's users.
+public typealias PKCE = GatehouseOpenID.PKCE
+
 // The OpenID provider's documents and tokens: discovery (what is honoured, exactly), the key
 // set, ID tokens and the claims each scope reveals.
 

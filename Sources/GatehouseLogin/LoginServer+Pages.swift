@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseKernel
+import GatehouseOpenID
 import GatehouseProtocol
 import Logging
 

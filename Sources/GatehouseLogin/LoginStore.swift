@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseKernel
+import GatehouseOpenID
 import GatehouseProtocol
 public import GatehouseServer
 

@@ -47,8 +47,10 @@ final class SigningKeyRing: Sendable {
     /// The keys now; read again when the last read is older than the refresh interval or
     /// `refresh` asks (a token named a key this instance has not seen).
     func keys(now: Double, refresh: Bool = false) async throws -> Snapshot {
-        if !refresh, let current = snapshot.withLock({ $0 }), now - current.loadedAt < refreshInterval,
-            now >= current.loadedAt
+        // A forced read (a token names a key this instance has not seen) at most once a second,
+        // so tokens with made-up key ids cannot send every request to the database.
+        if let current = snapshot.withLock({ $0 }), now >= current.loadedAt,
+            now - current.loadedAt < (refresh ? 1 : refreshInterval)
         {
             return current
         }

@@ -1,5 +1,6 @@
 import Crypto
 public import Foundation
+import GatehouseKernel
 import GatehouseProtocol
 
 /// The checks OpenID Connect Core 1.0 §3.1.3.7 asks of a relying party for an ID token from the
@@ -91,7 +92,7 @@ public struct IDTokenValidator: Sendable {
         }
         if let nonce = expectations.nonce {
             guard let sent = claims.nonce else { throw JSONWebSignature.Refusal("the token has no nonce") }
-            guard Self.constantTimeEqual(sent, nonce) else {
+            guard ConstantTime.equals(sent, nonce) else {
                 throw JSONWebSignature.Refusal("the nonce is not the one of the authorization request")
             }
         }
@@ -105,14 +106,6 @@ public struct IDTokenValidator: Sendable {
                 )
             }
         }
-    }
-
-    /// Compares without stopping at the first difference.
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let a = Array(a.utf8)
-        let b = Array(b.utf8)
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     /// A provider's value in a message: quoted, at most 80 characters, control characters dropped.

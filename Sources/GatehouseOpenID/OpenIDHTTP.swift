@@ -69,7 +69,7 @@ enum OpenIDHTTP {
                 headers: [
                     ("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json"),
                 ] + headers,
-                body: Data(formEncoded(fields).utf8),
+                body: Data(FormFields.encode(fields).utf8),
                 timeout: timeout,
                 maxResponseBytes: maxResponseBytes
             )
@@ -95,28 +95,5 @@ enum OpenIDHTTP {
         } catch {
             throw .invalidProviderResponse(url: url.text, reason: "\(what) is not JSON of the expected form")
         }
-    }
-
-    /// `application/x-www-form-urlencoded` (also a query): each name and value percent-encoded
-    /// except RFC 3986's unreserved characters.
-    static func formEncoded(_ fields: [(String, String)]) -> String {
-        fields.map { percentEncoded($0.0) + "=" + percentEncoded($0.1) }.joined(separator: "&")
-    }
-
-    /// Percent-encodes everything but `A–Z a–z 0–9 - . _ ~`.
-    static func percentEncoded(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let digits = Array("0123456789ABCDEF")
-                out += "%" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 0xF)])
-            }
-        }
-        return out
     }
 }

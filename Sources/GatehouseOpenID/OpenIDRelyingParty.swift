@@ -190,8 +190,8 @@ public final class OpenIDRelyingParty: Sendable {
         if let maxAge = options.maxAge, maxAge < 0 { throw .invalidConfiguration("max_age must not be negative") }
         let state = Data.random(count: 32).base64URLEncodedString
         let nonce = Data.random(count: 32).base64URLEncodedString
-        let verifier = Data.random(count: 32).base64URLEncodedString
-        let challenge = Data(SHA256.hash(data: Data(verifier.utf8))).base64URLEncodedString
+        let verifier = PKCE.makeVerifier()
+        let challenge = PKCE.challenge(for: verifier)
         var parameters: [(String, String)] = [
             ("response_type", "code"), ("client_id", configuration.clientID),
             ("redirect_uri", configuration.redirectURI), ("scope", scopes.joined(separator: " ")),
@@ -210,7 +210,7 @@ public final class OpenIDRelyingParty: Sendable {
             parameters.append((name, value))
         }
         let endpoint = provider.metadata.authorizationEndpoint
-        let url = endpoint + (endpoint.contains("?") ? "&" : "?") + OpenIDHTTP.formEncoded(parameters)
+        let url = endpoint + (endpoint.contains("?") ? "&" : "?") + FormFields.encode(parameters)
         return OpenIDAuthorizationRequest(
             url: url,
             state: state,
@@ -262,7 +262,7 @@ public final class OpenIDRelyingParty: Sendable {
         guard request.issuer == configuration.issuer, request.clientID == configuration.clientID else {
             throw .callbackMismatch("the authorization request was made for another issuer or client")
         }
-        guard IDTokenValidator.constantTimeEqual(state, request.state) else {
+        guard ConstantTime.equals(state, request.state) else {
             throw .callbackMismatch("its state is not the one of the authorization request")
         }
         let provider = try await provider()
@@ -381,7 +381,7 @@ public final class OpenIDRelyingParty: Sendable {
         if let idTokenHint { parameters.append(("id_token_hint", idTokenHint)) }
         if let postLogoutRedirectURI { parameters.append(("post_logout_redirect_uri", postLogoutRedirectURI)) }
         if let state { parameters.append(("state", state)) }
-        return endpoint + (endpoint.contains("?") ? "&" : "?") + OpenIDHTTP.formEncoded(parameters)
+        return endpoint + (endpoint.contains("?") ? "&" : "?") + FormFields.encode(parameters)
     }
 
     // MARK: - Token endpoint
@@ -424,8 +424,8 @@ public final class OpenIDRelyingParty: Sendable {
         case .clientSecretBasic:
             // RFC 6749 §2.3.1: each form-encoded, then joined by a colon and base64-encoded.
             let pair =
-                OpenIDHTTP.percentEncoded(configuration.clientID) + ":"
-                + OpenIDHTTP.percentEncoded(configuration.clientSecret ?? "")
+                FormFields.percentEncoded(configuration.clientID) + ":"
+                + FormFields.percentEncoded(configuration.clientSecret ?? "")
             headers.append(("Authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
         case .clientSecretPost:
             fields += [("client_id", configuration.clientID), ("client_secret", configuration.clientSecret ?? "")]

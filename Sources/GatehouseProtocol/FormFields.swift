@@ -65,14 +65,19 @@ public struct FormFields: Sendable {
         }
     }
 
-    /// Encodes `fields` for a query, in order.
+    /// Encodes `fields` for a query or a form body, in order.
     public static func encode(_ fields: [(String, String)]) -> String {
-        // RFC 3986's unreserved characters, ASCII only.
-        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        return fields.map { name, value in
-            "\(name.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")="
-                + (value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
-        }
-        .joined(separator: "&")
+        fields.map { percentEncoded($0) + "=" + percentEncoded($1) }.joined(separator: "&")
     }
+
+    /// `text` with everything but RFC 3986's unreserved characters (ASCII letters, digits and
+    /// `-._~`) percent-encoded: one field name or value, or one half of HTTP Basic credentials
+    /// (RFC 6749 §2.3.1).
+    public static func percentEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+    )
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseKernel
 import GatehouseLogin
+import GatehouseOpenID
 import GatehouseProtocol
 import GatehouseTesting
 import Testing

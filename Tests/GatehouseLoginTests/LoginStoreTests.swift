@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseLogin
+import GatehouseOpenID
 import GatehouseProtocol
 import Testing
 

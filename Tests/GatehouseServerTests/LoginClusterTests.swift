@@ -3,6 +3,7 @@ import Foundation
 import GatehouseClient
 import GatehouseKernel
 import GatehouseLogin
+import GatehouseOpenID
 import GatehousePlugins
 import GatehousePostgresTestSupport
 import GatehouseProtocol

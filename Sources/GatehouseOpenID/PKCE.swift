@@ -3,7 +3,8 @@ import Foundation
 import GatehouseKernel
 import GatehouseProtocol
 
-/// Proof Key for Code Exchange (RFC 7636), S256 only: `plain` lets whoever intercepts the
+/// Proof Key for Code Exchange (RFC 7636), S256 only, for both sides (the hosted login checks it,
+/// the relying party makes it): `plain` lets whoever intercepts the
 /// authorization request redeem the code, so it is refused (RFC 9700 §2.1.1).
 public enum PKCE {
     /// A new code verifier: 32 random bytes, base64url (43 characters).
