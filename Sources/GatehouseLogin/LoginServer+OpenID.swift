@@ -7,8 +7,8 @@ import GatehouseServer
 import Logging
 import Synchronization
 
-/// PKCE, which the login checks and ``OpenIDRelyingParty`` makes; kept under this name for the
-/// login's users.
+/// PKCE (RFC 7636, S256), which the login checks and GatehouseOpenID's relying party makes;
+/// kept under this name for the login's users.
 public typealias PKCE = GatehouseOpenID.PKCE
 
 // The OpenID provider's documents and tokens: discovery (what is honoured, exactly), the key
