@@ -24,11 +24,14 @@ let package = Package(
         .library(name: "GatehouseResourceServer", targets: ["GatehouseResourceServer"]),
         .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
         .library(name: "GatehouseLogin", targets: ["GatehouseLogin"]),
+        .library(name: "GatehouseQRCode", targets: ["GatehouseQRCode"]),
         // JOSE, discovery and a relying party for OpenID Connect: the hosted login signs with it,
         // federates through it, and a web app can sign in with it.
         .library(name: "GatehouseOpenID", targets: ["GatehouseOpenID"]),
         .library(name: "TOTPAuthenticator", targets: ["TOTPAuthenticator"]),
         .library(name: "InvitationIdentityProvider", targets: ["InvitationIdentityProvider"]),
+        // The relying party's side of WebAuthn (passkeys): options, registration and sign-in checks.
+        .library(name: "GatehouseWebAuthn", targets: ["GatehouseWebAuthn"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
         .executable(name: "xignin-registration", targets: ["XignInRegistration"]),
@@ -63,6 +66,9 @@ let package = Package(
         // The token server's PostgreSQL store, for several instances on one database.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // WebAuthn's packed attestation with a certificate (x5c): the attestation certificate's checks.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // The kernel: protocols, registry, manifest schema, challenges, errors. Foundation and swift-log only.
@@ -104,7 +110,7 @@ let package = Package(
         .target(
             name: "GatehouseServer",
             dependencies: [
-                "GatehouseKernel", "GatehouseProtocol", "GatehouseOutbound",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseOutbound", "GatehouseQRCode",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -191,12 +197,23 @@ let package = Package(
             name: "GatehouseLogin",
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "BrowserIdentityProvider",
-                "GatehouseOpenID", "GatehouseOutbound",
+                "GatehouseOpenID", "GatehouseOutbound", "GatehouseQRCode", "GatehouseWebAuthn",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // WebAuthn Level 2 for passkeys, the relying party's side: creation and request options, and
+        // registration (attestation none and packed) and authentication checks with ES256, EdDSA and RS256.
+        .target(
+            name: "GatehouseWebAuthn",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
         // The XignIn manager, mounted on the token server, and the XignIn registry client.
@@ -217,6 +234,8 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // QR codes (ISO/IEC 18004, byte mode) drawn as SVG and PNG, for one-time codes on pages. No dependencies.
+        .target(name: "GatehouseQRCode"),
         // Every built-in plugin in one registry value.
         .target(
             name: "GatehousePlugins",
@@ -385,9 +404,21 @@ let package = Package(
             dependencies: [
                 "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseTesting", "GatehouseServer",
                 "GatehousePostgresTestSupport", "GatehouseOpenID", .product(name: "Logging", package: "swift-log"),
+                // Phone sign-in's device side (the SDK), and passkeys' software authenticator.
+                "GatehouseClient", "GatehousePlugins", "GatehouseYAML",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // A software authenticator (P-256, Ed25519, RSA) against the relying party's checks, and a fuzzer.
+        .testTarget(
+            name: "GatehouseWebAuthnTests",
+            dependencies: [
+                "GatehouseWebAuthn",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(
@@ -415,6 +446,8 @@ let package = Package(
             dependencies: ["PostalCodeValidator", "GatehouseKernel", "GatehouseTesting"]
         ),
         .testTarget(name: "GatehouseKernelTests", dependencies: ["GatehouseKernel", "GatehouseTesting"]),
+        // Round trips through a real decoder (zbarimg), and the SVG and PNG checked module by module.
+        .testTarget(name: "GatehouseQRCodeTests", dependencies: ["GatehouseQRCode"]),
         .testTarget(
             name: "GatehouseManifestTests",
             dependencies: ["GatehouseKernel", "GatehouseYAML", "GatehousePlugins"]

@@ -233,6 +233,88 @@ extension UserClient {
         }
     }
 
+    // MARK: - OTP mobile authentication
+
+    /// Whether `otp` has the form of a mobile authentication code (what a portal shows as a QR
+    /// code): the seed SDK's `canHandleOTPMobileAuthRequest`. It asks nothing of the server.
+    public nonisolated func canHandleOTPMobileAuthRequest(otp: String) -> Bool {
+        MobileAuthOTP(otp) != nil
+    }
+
+    /// Handles a scanned or typed OTP: claims its transaction for `profile` (by default the
+    /// authenticated user's, else the only enrolled profile on this device), then asks the
+    /// delegate and answers exactly as for a push: the type's method, on the same attempt counter.
+    /// The server refuses a code that was used, expired, or is another user's (the seed's
+    /// `alreadyHandled` and `notFound`), and a profile that is not enrolled (`notEnrolled`).
+    @discardableResult
+    public func handleOTPMobileAuthRequest(
+        otp: String,
+        profile: UserProfile? = nil,
+        delegate: any MobileAuthRequestDelegate
+    ) async -> MobileAuthHandlingResult {
+        var opened: MobileAuthRequest?
+        do {
+            try begin()
+            defer { end() }
+            guard let code = MobileAuthOTP(otp) else {
+                throw MobileAuthRequestError(.notHandleable, message: "This is not a mobile authentication code.")
+            }
+            let chosen = try otpProfile(profile)
+            guard let stored = try store.profile(chosen.id, server: server) else {
+                throw GenericError(.userDeregistered, message: "The profile \(chosen.id) is not on this device.")
+            }
+            let claimed: MobileAuthEvent = try await deregisteringOnRefusal(chosen) {
+                try await self.calls.call(
+                    "POST",
+                    Endpoint.mobileAuthOTP + "?profile=" + chosen.id,
+                    body: MobileAuthOTPClaim(otp: code.text),
+                    key: stored.key,
+                    errors: .mobileAuthRequest
+                )
+            }
+            guard let sealed = claimed.sealed, claimed.request.transactionID == code.transactionID,
+                claimed.request.profileID == chosen.id
+            else {
+                throw MobileAuthRequestError(.notHandleable, message: "The server answered for another request.")
+            }
+            keep(sealed, for: code.transactionID)
+            let (request, payload, keys) = try await openRequest(
+                PendingMobileAuthRequest(claimed.request, userInfo: [:])
+            )
+            opened = request
+            let result = try await answer(request, payload: payload, keys: keys, delegate: delegate)
+            switch result {
+            case .approved(let info): await delegate.didHandle(request, info: info)
+            case .denied: await delegate.didHandle(request, info: nil)
+            case .failed: break
+            }
+            return result
+        } catch {
+            await delegate.didFail(opened, error: error)
+            return .failed(error)
+        }
+    }
+
+    /// The profile an OTP is handled for when the app names none.
+    private func otpProfile(_ named: UserProfile?) throws -> UserProfile {
+        if let named { return named }
+        if let current = session?.profile, try store.mobileAuthEnrolment(profile: current.id) != nil {
+            return current
+        }
+        let enrolled = try store.profiles(server: server).filter {
+            try store.mobileAuthEnrolment(profile: $0.id) != nil
+        }
+        guard enrolled.count == 1, let only = enrolled.first else {
+            throw MobileAuthRequestError(
+                enrolled.isEmpty ? .notEnrolled : .userNotAuthenticated,
+                message: enrolled.isEmpty
+                    ? "No profile on this device is enrolled for mobile authentication."
+                    : "Several profiles here are enrolled: authenticate one, or name it."
+            )
+        }
+        return only
+    }
+
     private struct RequestKeys {
         var profileKey: P256.Signing.PrivateKey
         var enrolment: ClientStore.MobileAuthEnrolment

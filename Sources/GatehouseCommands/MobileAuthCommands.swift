@@ -9,7 +9,7 @@ struct DeviceCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
         abstract: "Use this terminal as a mobile authenticator: enrol, list and answer requests.",
-        subcommands: [Enrol.self, Listen.self, Pending.self]
+        subcommands: [Enrol.self, Listen.self, Scan.self, Pending.self]
     )
 
     struct Enrol: AsyncParsableCommand {
@@ -92,6 +92,48 @@ struct DeviceCommands: AsyncParsableCommand {
         }
     }
 
+    struct Scan: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Answer the mobile authentication of a scanned code (what a portal or the login shows as a QR code).",
+            discussion: """
+                Pass the code the QR code holds (a decoder such as zbarimg prints it), or type the \
+                code the page shows. The request is then answered as a push would be: confirmation, \
+                PIN, biometric or custom, as its type says.
+                """
+        )
+
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var manifest: ManifestOptions
+
+        @Argument(help: "The scanned code.")
+        var code: String
+
+        @Option(help: "The profile (default: the only enrolled one on this device).")
+        var profile: String?
+
+        func run() async throws {
+            try await CommandSupport.reportingFailures {
+                let client = try await CommandSupport.client(device, manifest: manifest)
+                guard client.canHandleOTPMobileAuthRequest(otp: code) else {
+                    throw MobileAuthRequestError(.notHandleable, message: "This is not a mobile authentication code.")
+                }
+                // The named profile, else the device's default; else the SDK takes the enrolled one.
+                let chosen = (profile ?? DefaultProfiles(device).profile).map { UserProfile(id: $0) }
+                let result = await client.handleOTPMobileAuthRequest(
+                    otp: code,
+                    profile: chosen,
+                    delegate: TerminalMobileAuthDelegate()
+                )
+                switch result {
+                case .approved: CommandSupport.output("Approved.")
+                case .denied: CommandSupport.output("Denied.")
+                case .failed(let error): throw error
+                }
+            }
+        }
+    }
+
     struct Pending: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List pending requests from the server, newest first (when pushes are lost)."
@@ -155,7 +197,7 @@ struct PortalCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "portal",
         abstract: "Act as a portal: start a mobile authentication and wait for the verdict.",
-        subcommands: [Push.self]
+        subcommands: [Push.self, OTP.self]
     )
 
     struct Push: AsyncParsableCommand {
@@ -163,72 +205,115 @@ struct PortalCommands: AsyncParsableCommand {
             abstract: "Start a mobile authentication for a user and wait for the device's answer."
         )
 
-        @Option(
-            name: .customLong("server"),
-            help: "The token server's URL (default: $GATEHOUSE_SERVER, else http://127.0.0.1:8080)."
-        )
-        var serverOption: String?
-
-        /// `--server`, else `GATEHOUSE_SERVER`, as the device commands take it.
-        var server: String { EnvironmentSettings().resolve(serverOption, "server") ?? "http://127.0.0.1:8080" }
-
-        @Option(help: "The API client's id (server.mobileAuth.apiClients).")
-        var clientID: String = "portal"
-
-        @Option(help: "The API client's secret (default: $GATEHOUSE_PORTAL_SECRET).")
-        var clientSecret: String?
+        @OptionGroup var portal: PortalOptions
 
         @Option(help: "The user, as the identity provider named them (e.g. the e-mail address).")
         var user: String
 
-        @Option(help: "The mobile authentication type (server.mobileAuth.types).")
-        var type: String
+        func run() async throws {
+            try await portal.start(user: user, qrPNG: nil)
+        }
+    }
 
-        @Option(help: "The push message, at most 155 characters (default: the type's).")
-        var message: String?
+    struct OTP: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "otp",
+            abstract: "Start an OTP mobile authentication: print the code to scan and wait for the answer.",
+            discussion: """
+                The type must have `delivery: otp`. Without --user, whichever enrolled user scans \
+                the code answers it; the verdict names them. `gatehouse device scan CODE` answers.
+                """
+        )
 
-        @Option(help: "A message of any length that only the device can read.")
-        var secureMessage: String?
+        @OptionGroup var portal: PortalOptions
 
-        @Option(help: "What the device signs, for types with transaction signing.")
-        var signingData: String?
+        @Option(help: "The user the code is for (default: whoever scans it).")
+        var user: String?
 
-        @Option(help: "Seconds to wait for the answer.")
-        var timeout: Int = 130
+        @Option(help: "Also write the code's QR code to this PNG file.")
+        var qrPNG: String?
 
         func run() async throws {
-            guard let secret = clientSecret ?? ProcessInfo.processInfo.environment["GATEHOUSE_PORTAL_SECRET"] else {
-                throw ValidationError("Give the API client's secret with --client-secret or $GATEHOUSE_PORTAL_SECRET.")
-            }
-            try await CommandSupport.reportingFailures {
-                let portal = PortalClient(
-                    transport: HTTPTransport(baseURL: server),
-                    clientID: clientID,
-                    secret: secret
+            try await portal.start(user: user, qrPNG: qrPNG)
+        }
+    }
+}
+
+/// What both portal commands take.
+struct PortalOptions: ParsableArguments {
+    @Option(
+        name: .customLong("server"),
+        help: "The token server's URL (default: $GATEHOUSE_SERVER, else http://127.0.0.1:8080)."
+    )
+    var serverOption: String?
+
+    /// `--server`, else `GATEHOUSE_SERVER`, as the device commands take it.
+    var server: String { EnvironmentSettings().resolve(serverOption, "server") ?? "http://127.0.0.1:8080" }
+
+    @Option(help: "The API client's id (server.mobileAuth.apiClients).")
+    var clientID: String = "portal"
+
+    @Option(help: "The API client's secret (default: $GATEHOUSE_PORTAL_SECRET).")
+    var clientSecret: String?
+
+    @Option(help: "The mobile authentication type (server.mobileAuth.types).")
+    var type: String
+
+    @Option(help: "The push message, at most 155 characters (default: the type's).")
+    var message: String?
+
+    @Option(help: "A message of any length that only the device can read.")
+    var secureMessage: String?
+
+    @Option(help: "What the device signs, for types with transaction signing.")
+    var signingData: String?
+
+    @Option(help: "Seconds to wait for the answer.")
+    var timeout: Int = 130
+
+    func start(user: String?, qrPNG: String?) async throws {
+        guard let secret = clientSecret ?? ProcessInfo.processInfo.environment["GATEHOUSE_PORTAL_SECRET"] else {
+            throw ValidationError("Give the API client's secret with --client-secret or $GATEHOUSE_PORTAL_SECRET.")
+        }
+        try await CommandSupport.reportingFailures {
+            let portal = PortalClient(transport: HTTPTransport(baseURL: server), clientID: clientID, secret: secret)
+            let started = try await portal.start(
+                PortalMobileAuthRequest(
+                    userID: user,
+                    type: type,
+                    message: message,
+                    secureMessage: secureMessage,
+                    signingData: signingData,
+                    qrCode: qrPNG == nil ? nil : .png
                 )
-                let started = try await portal.start(
-                    PortalMobileAuthRequest(
-                        userID: user,
-                        type: type,
-                        message: message,
-                        secureMessage: secureMessage,
-                        signingData: signingData
-                    )
+            )
+            if let otp = started.otp {
+                CommandSupport.output(
+                    "Transaction \(started.transactionID): scan the code (\(started.authMethod.rawValue))."
                 )
+                CommandSupport.output("Code: \(otp)")
+                if let qrPNG, let image = started.qrCode, let comma = image.firstIndex(of: ","),
+                    let png = Data(base64Encoded: String(image[image.index(after: comma)...]))
+                {
+                    try png.write(to: URL(fileURLWithPath: qrPNG))
+                    CommandSupport.output("QR code written to \(qrPNG).")
+                }
+            } else {
                 CommandSupport.output(
                     "Transaction \(started.transactionID) sent to \(started.devices) device(s) (\(started.authMethod.rawValue))."
                 )
-                if let number = started.number { CommandSupport.output("Number to type on the device: \(number)") }
-                let result = try await portal.waitForResult(started.transactionID, timeout: .seconds(timeout))
-                var verdict = "\(result.status.rawValue)"
-                if let method = result.authenticationMethod { verdict += " with \(method)" }
-                if let reason = result.reason { verdict += " (\(reason))" }
-                if let verified = result.signatureVerified {
-                    verdict += verified ? "; signature verified" : "; BAD signature"
-                }
-                CommandSupport.output("Verdict: \(verdict).")
-                if !result.isAuthenticated { throw ExitCode(3) }
             }
+            if let number = started.number { CommandSupport.output("Number to type on the device: \(number)") }
+            let result = try await portal.waitForResult(started.transactionID, timeout: .seconds(timeout))
+            var verdict = "\(result.status.rawValue)"
+            if let method = result.authenticationMethod { verdict += " with \(method)" }
+            if let reason = result.reason { verdict += " (\(reason))" }
+            if let verified = result.signatureVerified {
+                verdict += verified ? "; signature verified" : "; BAD signature"
+            }
+            if user == nil, let scanned = result.userID { verdict += "; user \(scanned)" }
+            CommandSupport.output("Verdict: \(verdict).")
+            if !result.isAuthenticated { throw ExitCode(3) }
         }
     }
 }

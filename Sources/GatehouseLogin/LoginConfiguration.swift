@@ -46,6 +46,9 @@ public struct LoginConfiguration: Decodable, Sendable {
         /// login's own form (an app's `idp.browser` registering through an organisation's
         /// provider); nil: the login page, with a button for each provider.
         public var federation: String?
+        /// How users may sign in to this client (`signInMethods`): by default every method the
+        /// login offers (the password, and `push`, `qr` and `passkey` when configured).
+        public var signInMethods: [SignInMethod]?
 
         /// How `sub` is chosen for a client.
         public enum SubjectType: String, Decodable, Sendable {
@@ -60,7 +63,7 @@ public struct LoginConfiguration: Decodable, Sendable {
 
         private enum CodingKeys: String, CodingKey {
             case id, name, redirectURIs, loopbackRedirectPaths, consent, scopes, secret, postLogoutRedirectURIs,
-                backchannelLogoutURI, subjectType, idTokenSigningAlgorithm, refreshTokens, federation
+                backchannelLogoutURI, subjectType, idTokenSigningAlgorithm, refreshTokens, federation, signInMethods
         }
 
         /// Reads the client; only `id` is required (`name` defaults to it). Throws when a scope
@@ -107,6 +110,10 @@ public struct LoginConfiguration: Decodable, Sendable {
             )
             refreshTokens = try container.decode(Bool.self, forKey: .refreshTokens, default: true)
             federation = try container.decodeIfPresent(String.self, forKey: .federation)
+            signInMethods = try container.decodeIfPresent([SignInMethod].self, forKey: .signInMethods)
+            if let methods = signInMethods, methods.isEmpty || Set(methods).count != methods.count {
+                throw container.invalid(.signInMethods, "list one or more methods, each once")
+            }
             if subjectType == .pairwise, Set(redirectURIs.compactMap { URLComponents(string: $0)?.host }).count > 1 {
                 throw container.invalid(.subjectType, "pairwise subjects need all redirect URIs on one host")
             }
@@ -199,6 +206,81 @@ public struct LoginConfiguration: Decodable, Sendable {
         }
     }
 
+    /// A way to sign in at the hosted login.
+    public enum SignInMethod: String, Decodable, Sendable, CaseIterable {
+        /// The directory's e-mail address and password.
+        case password
+        /// "Approve on your phone": a push with number matching to the user's enrolled devices.
+        case push
+        /// "Scan with your phone": a QR code on the page that an enrolled phone scans and approves.
+        case qr
+        /// A passkey (WebAuthn) registered on a "your passkeys" page.
+        case passkey
+    }
+
+    /// Signing in with an enrolled phone (`phone`): the mobile authentication types it uses.
+    public struct Phone: Decodable, Sendable {
+        /// A `server.mobileAuth` type with `delivery: push` (`pushType`): "approve on your phone".
+        public var pushType: String?
+        /// A `server.mobileAuth` type with `delivery: otp` (`qrType`): "scan with your phone".
+        public var qrType: String?
+        /// Sign-in pushes one user may be sent in a burst (1–20, default 5), then one a minute; one
+        /// waits at a time.
+        public var pushesPerUser: Int
+        /// QR codes one client address may ask for a minute (1–600, default 10).
+        public var qrCodesPerMinute: Int
+
+        private enum CodingKeys: String, CodingKey { case pushType, qrType, pushesPerUser, qrCodesPerMinute }
+
+        /// Reads the section; at least one of `pushType` and `qrType`.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            pushType = try container.decodeIfPresent(String.self, forKey: .pushType)
+            qrType = try container.decodeIfPresent(String.self, forKey: .qrType)
+            pushesPerUser = try container.decode(Int.self, forKey: .pushesPerUser, default: 5, in: 1...20)
+            qrCodesPerMinute = try container.decode(Int.self, forKey: .qrCodesPerMinute, default: 10, in: 1...600)
+            guard pushType != nil || qrType != nil else {
+                throw container.invalid(.pushType, "name a pushType, a qrType or both")
+            }
+        }
+    }
+
+    /// Passkeys (`passkeys`): WebAuthn Level 2 registration and sign-in.
+    public struct Passkeys: Decodable, Sendable {
+        /// The WebAuthn relying party id (`relyingPartyID`): by default the host of the server's
+        /// public URL. Browsers take only a domain (`localhost` included), never an IP address.
+        public var relyingPartyID: String?
+        /// The name browsers show for the relying party (default "Gatehouse").
+        public var relyingPartyName: String
+        /// Passkey sign-in attempts one client address may make a minute (1–600, default 30).
+        public var attemptsPerMinute: Int
+
+        private enum CodingKeys: String, CodingKey { case relyingPartyID, relyingPartyName, attemptsPerMinute }
+
+        /// Every setting has a default.
+        public init() {
+            relyingPartyID = nil
+            relyingPartyName = "Gatehouse"
+            attemptsPerMinute = 30
+        }
+
+        /// Reads the section.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            relyingPartyID = try container.decodeIfPresent(String.self, forKey: .relyingPartyID)
+            relyingPartyName = try container.decode(String.self, forKey: .relyingPartyName, default: "Gatehouse")
+            attemptsPerMinute = try container.decode(Int.self, forKey: .attemptsPerMinute, default: 30, in: 1...600)
+            if let id = relyingPartyID,
+                id.isEmpty
+                    || !id.utf8.allSatisfy({
+                        (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D || $0 == 0x2E
+                    })
+            {
+                throw container.invalid(.relyingPartyID, "a lower-case host name such as login.example.com")
+            }
+        }
+    }
+
     /// The OAuth clients that may use the hosted login (`clients`, at least one).
     public var clients: [Client]
     /// Seconds an authorization code may wait to be redeemed (10–600, default 60; RFC 9700 asks
@@ -232,11 +314,15 @@ public struct LoginConfiguration: Decodable, Sendable {
     public var signingKeys: SigningKeys
     /// External OpenID providers users may sign in through.
     public var federation: [FederatedProvider]
+    /// Signing in with an enrolled phone; nil: not offered.
+    public var phone: Phone?
+    /// Passkeys; nil: not offered.
+    public var passkeys: Passkeys?
 
     private enum CodingKeys: String, CodingKey {
         case clients, codeLifetime, pageLifetime, maxFailedLogins, lockoutDuration, passwordCost,
             passwordChecksPerMinute, pagesPerMinute, idTokenLifetime, accessTokenLifetime, refreshTokenLifetime,
-            sessionLifetime, signingKeys, federation
+            sessionLifetime, signingKeys, federation, phone, passkeys
     }
 
     /// Reads the section. Throws on a value out of its range, when `clients` is missing or empty,
@@ -267,6 +353,17 @@ public struct LoginConfiguration: Decodable, Sendable {
         sessionLifetime = try container.decode(Int.self, forKey: .sessionLifetime, default: 36000, in: 300...2_592_000)
         signingKeys = try container.decode(SigningKeys.self, forKey: .signingKeys, default: SigningKeys())
         federation = try container.decode([FederatedProvider].self, forKey: .federation, default: [])
+        phone = try container.decodeIfPresent(Phone.self, forKey: .phone)
+        passkeys = try container.decodeIfPresent(Passkeys.self, forKey: .passkeys)
+        for client in clients {
+            for method in client.signInMethods ?? [] where !offers(method) {
+                throw container.invalid(
+                    .clients,
+                    "client \(client.id) lists the sign-in method \(method.rawValue), which the login does not offer"
+                        + " (configure \(method == .passkey ? "passkeys" : "phone.\(method.rawValue)Type"))"
+                )
+            }
+        }
         guard Set(federation.map(\.id)).count == federation.count else {
             throw container.invalid(.federation, "each provider id must be unique")
         }
@@ -282,6 +379,21 @@ public struct LoginConfiguration: Decodable, Sendable {
         guard Set(clients.map(\.id)).count == clients.count else {
             throw container.invalid(.clients, "each client id must be unique")
         }
+    }
+
+    /// Whether the login is configured for `method`.
+    public func offers(_ method: SignInMethod) -> Bool {
+        switch method {
+        case .password: true
+        case .push: phone?.pushType != nil
+        case .qr: phone?.qrType != nil
+        case .passkey: passkeys != nil
+        }
+    }
+
+    /// How users may sign in to `client`: its own list, else every method the login offers.
+    public func signInMethods(for client: Client) -> [SignInMethod] {
+        client.signInMethods ?? SignInMethod.allCases.filter(offers)
     }
 
     /// Whether `redirectURI` is one of `client`'s: an exact match, or a loopback redirect on any

@@ -9,7 +9,7 @@ enum LoginPages {
         // every test of the login would show; an empty library renders the fallback text.
         for (name, text) in [
             ("layout", layout), ("login", login), ("consent", consent), ("problem", problem),
-            ("logout", logout), ("notice", notice),
+            ("logout", logout), ("notice", notice), ("phone", phone), ("passkeys", passkeys),
         ] {
             try? library.register(text, named: name)
         }
@@ -49,6 +49,14 @@ enum LoginPages {
                    background: var(--accent); color: #fff; font: inherit; font-weight: 600; cursor: pointer; }
           button.secondary { background: #e7ebf3; color: #1c2333; margin-top: .6rem; }
           .error { background: #fdecec; color: #8a1c1c; border-radius: 8px; padding: .6rem .75rem; margin: 0 0 1rem; }
+          .notice { background: #e8f4ec; color: #1d5b32; border-radius: 8px; padding: .6rem .75rem; margin: 0 0 1rem; }
+          .number { font-size: 3rem; font-weight: 700; letter-spacing: .1em; text-align: center; margin: .5rem 0; }
+          .qr { display: grid; place-items: center; margin: .5rem 0; } .qr svg { width: 220px; height: 220px; }
+          .code { font-size: .8rem; color: #55607a; word-break: break-all; }
+          ul.passkeys { list-style: none; padding: 0; margin: 0 0 1rem; }
+          ul.passkeys li { display: flex; justify-content: space-between; align-items: center; gap: .5rem;
+                           padding: .5rem 0; border-bottom: 1px solid #e7ebf3; }
+          button.small { width: auto; margin: 0; padding: .35rem .7rem; font-size: .85rem; }
           footer { margin-top: 1.25rem; font-size: .8rem; color: #7a859c; text-align: center; }
           @media (prefers-color-scheme: dark) {
             body { background: #10141d; color: #e6e9f0; } main { background: #1a2030; box-shadow: none; }
@@ -71,21 +79,33 @@ enum LoginPages {
         <h1>Sign in</h1>
         <p class="lead">to continue to {{client}}</p>
         {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
-        <form method="post" action="{{action}}">
+        {{#identifier}}<form method="post" action="{{action}}">
           <input type="hidden" name="authorization" value="{{authorization}}">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <label for="username">E-mail address</label>
-          <input id="username" name="username" type="email" autocomplete="username" required autofocus value="{{username}}">
-          <label for="password">Password</label>
+          <input id="username" name="username" type="email" autocomplete="username webauthn" required autofocus value="{{username}}">
+          {{#password}}<label for="password">Password</label>
           <input id="password" name="password" type="password" autocomplete="current-password" required>
-          <button type="submit">Sign in</button>
+          <button type="submit" id="sign-in">Sign in</button>
+          {{/password}}{{#push}}<button type="submit" id="push" formaction="{{action}}" formnovalidate class="secondary">Approve on my phone</button>
+          {{/push}}</form>
+        {{/identifier}}{{#qr}}<form method="post" action="{{action}}">
+          <input type="hidden" name="authorization" value="{{authorization}}">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <button type="submit" id="qr" class="secondary">Scan a QR code with my phone</button>
         </form>
-        {{#providers}}<form method="post" action="{{federationAction}}" class="federation">
+        {{/qr}}{{#passkey}}<form id="passkey-form" method="post" action="{{action}}" data-options="{{options}}">
+          <input type="hidden" name="authorization" value="{{authorization}}">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="credential" id="passkey-credential">
+          <button type="button" id="passkey" class="secondary">Sign in with a passkey</button>
+        </form>
+        {{/passkey}}{{#providers}}<form method="post" action="{{federationAction}}" class="federation">
           <input type="hidden" name="authorization" value="{{authorization}}">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <button type="submit" name="provider" value="{{id}}" class="secondary">Sign in with {{name}}</button>
         </form>
-        {{/providers}}
+        {{/providers}}{{#script}}<script src="{{script}}" defer></script>{{/script}}
         """
 
     static let consent = """
@@ -113,6 +133,47 @@ enum LoginPages {
           {{/fields}}<input type="hidden" name="csrf" value="{{csrf}}">
           <button type="submit" name="confirm" value="yes">Sign out</button>
         </form>
+        """
+
+    static let phone = """
+        {{#number}}<h1>Approve on your phone</h1>
+        <p class="lead">We sent a sign-in request for {{client}} to your phone. Check that it shows this number and type it there:</p>
+        <p class="number" id="number" aria-label="Number to type">{{number}}</p>
+        {{/number}}{{#qr}}<h1>Scan with your phone</h1>
+        <p class="lead">Open the Gatehouse app on your phone and scan this code to sign in to {{client}}.</p>
+        <div class="qr" id="qr-code">{{{svg}}}</div>
+        <p class="code">Or type the code: <code id="otp">{{code}}</code></p>
+        {{/qr}}{{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+        <p class="lead" id="phone-state" role="status" aria-live="polite">Waiting for your phone (at most {{seconds}} seconds)…</p>
+        <form id="phone-complete" method="post" action="{{action}}" data-status="{{status}}">
+          <input type="hidden" name="authorization" value="{{authorization}}">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <button type="submit">Continue</button>
+        </form>
+        <script src="{{script}}" defer></script>
+        """
+
+    static let passkeys = """
+        <h1>Your passkeys</h1>
+        <p class="lead">Signed in as <strong>{{username}}</strong>. A passkey signs you in with your device's screen lock, without a password.</p>
+        {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}{{#notice}}<p class="notice" role="status">{{notice}}</p>{{/notice}}
+        <ul class="passkeys" id="passkey-list">
+        {{#passkeys}}<li><span><strong>{{name}}</strong><br><small>Added {{created}}{{#used}} · last used {{used}}{{/used}}{{#synced}} · synced{{/synced}}</small></span>
+          <form method="post" action="{{action}}">
+            <input type="hidden" name="csrf" value="{{csrf}}">
+            <input type="hidden" name="remove" value="{{id}}">
+            <button type="submit" class="secondary small">Remove</button>
+          </form></li>
+        {{/passkeys}}{{^passkeys}}<li class="empty">No passkeys yet.</li>{{/passkeys}}
+        </ul>
+        <form id="passkey-register" method="post" action="{{action}}" data-options="{{options}}">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="credential" id="passkey-credential">
+          <label for="passkey-name">Name of the new passkey</label>
+          <input id="passkey-name" name="name" type="text" maxlength="64" value="Passkey" required>
+          <button type="button" id="passkey-add">Add a passkey</button>
+        </form>
+        <script src="{{script}}" defer></script>
         """
 
     static let notice = """

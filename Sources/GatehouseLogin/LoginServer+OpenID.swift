@@ -48,6 +48,7 @@ extension LoginServer {
         document.codeChallengeMethodsSupported = ["S256"]
         document.responseModesSupported = ["query"]
         document.promptValuesSupported = ["none", "login", "consent"]
+        document.acrValuesSupported = Self.offeredACRs(configuration)
         document.backchannelLogoutSupported = true
         document.backchannelLogoutSessionSupported = true
         document.authorizationResponseIssParameterSupported = true

@@ -57,12 +57,30 @@ extension LoginServer {
             codeChallenge: challenge,
             scope: scope,
             nonce: openID.nonce,
-            forceConsent: openID.prompt.contains(.consent)
+            forceConsent: openID.prompt.contains(.consent),
+            acrValues: openID.acrValues
         )
+        // acr_values are required here: no method this client offers produces one of them, or
+        // the client signs in elsewhere (federation), and the request cannot be met.
+        let federated = client.federation != nil
+        if !openID.acrValues.isEmpty,
+            federated ? !openID.acrValues.contains(Self.federatedACR) : allowedMethods(client, authorization).isEmpty
+        {
+            return refuse(
+                "unmet_authentication_requirements",
+                "None of the acr_values can be met for \(client.name); it offers "
+                    + (federated
+                        ? Self.federatedACR
+                        : Set(configuration.signInMethods(for: client).map(Self.acr)).sorted().joined(separator: " "))
+                    + "."
+            )
+        }
         // One sign-in per browser: a session that satisfies the request signs in without a page.
         var session = try await browserSession(request)
         if let current = session {
             if openID.prompt.contains(.login) { session = nil }
+            // Step-up: a session signed in some other way than the client requires signs in again.
+            if !openID.acrValues.isEmpty, !openID.acrValues.contains(current.acr) { session = nil }
             // max_age=0 asks for a fresh sign-in whatever the clock says (Core 1.0 §3.1.2.1).
             if let maxAge = openID.maxAge, now - current.authTime >= Double(maxAge) { session = nil }
             if let hint = openID.idTokenHint {
@@ -113,7 +131,7 @@ extension LoginServer {
             client,
             id: id,
             csrf: csrf,
-            redirectURI: redirectURI,
+            authorization,
             status: 200,
             username: openID.loginHint ?? "",
             newCookie: true
@@ -141,17 +159,39 @@ extension LoginServer {
         else { throw LoginError("Send an e-mail address and a password.") }
         let id = fields["authorization"] ?? ""
         let csrf = fields["csrf"] ?? ""
-        func again(_ error: String, status: Int) -> WireResponse {
-            loginPage(
-                client,
-                id: id,
-                csrf: csrf,
-                redirectURI: authorization.redirectURI,
-                status: status,
-                error: error,
-                username: username
-            )
+        guard allowedMethods(client, authorization).contains(.password) else {
+            throw LoginError("\(client.name) does not take a password here.")
         }
+        func again(_ error: String, status: Int) -> WireResponse {
+            loginPage(client, id: id, csrf: csrf, authorization, status: status, error: error, username: username)
+        }
+        switch try await checkPassword(username: username, password: password) {
+        case .wrong(let message): return again(message, status: 401)
+        case .locked(let message): return again(message, status: 403)
+        case .right: break
+        }
+        return try await signedIn(
+            request,
+            subject: LoginStore.normalized(username),
+            amr: ["pwd"],
+            acr: Self.passwordACR,
+            client: client,
+            authorization: authorization,
+            id: id,
+            csrf: csrf
+        )
+    }
+
+    /// How a password check ended.
+    enum PasswordCheck {
+        case right
+        case wrong(String)
+        case locked(String)
+    }
+
+    /// Checks `password` for `username`: counted before it is checked (so concurrent guesses
+    /// never exceed the lockout), an unknown user costing as much as a wrong password.
+    func checkPassword(username: String, password: String) async throws -> PasswordCheck {
         let wrong = "Wrong e-mail address or password."
         switch try await store.beginLogin(
             username,
@@ -162,25 +202,41 @@ extension LoginServer {
         case .unknownUser:
             let decoy = decoyHash
             _ = try await cpuWork.run { PasswordHasher.verify(password, against: decoy) }
-            return again(wrong, status: 401)
+            return .wrong(wrong)
         case .locked(let until):
             let minutes = max(1, Int((until - now) / 60 + 0.99))
-            return again(
-                "Too many wrong passwords: this account is locked for \(minutes) more minute\(minutes == 1 ? "" : "s").",
-                status: 403
+            return .locked(
+                "Too many wrong passwords: this account is locked for \(minutes) more minute\(minutes == 1 ? "" : "s")."
             )
         case .check(let passwordHash):
             guard try await cpuWork.run({ PasswordHasher.verify(password, against: passwordHash) }) else {
-                return again(wrong, status: 401)
+                return .wrong(wrong)
             }
         }
         try await store.loginSucceeded(username)
-        let subject = LoginStore.normalized(username)
+        return .right
+    }
+
+    /// The user proved who they are (`amr`, `acr`): a new browser session, then the consent page
+    /// or the code. A sign-in that does not give what the client's `acr_values` ask is refused.
+    func signedIn(
+        _ request: WireRequest,
+        subject: String,
+        amr: [String],
+        acr: String,
+        client: LoginConfiguration.Client,
+        authorization: LoginStore.AuthorizationRequest,
+        id: String,
+        csrf: String
+    ) async throws -> WireResponse {
+        guard authorization.acrValues.isEmpty || authorization.acrValues.contains(acr) else {
+            throw LoginError("\(client.name) asks for another way of signing in. Start again in the app.")
+        }
         let (session, sessionCookie) = try await beginBrowserSession(
             replacing: request,
             subject: subject,
-            amr: ["pwd"],
-            acr: Self.passwordACR
+            amr: amr,
+            acr: acr
         )
         var response: WireResponse
         if try await isConsented(client, subject, authorization) {
@@ -191,6 +247,35 @@ extension LoginServer {
         }
         response.headers["Set-Cookie"] = sessionCookie
         return response
+    }
+
+    /// `acr` of a sign-in with `method`.
+    static func acr(_ method: LoginConfiguration.SignInMethod) -> String {
+        switch method {
+        case .password: passwordACR
+        case .push, .qr: phoneACR
+        case .passkey: passkeyACR
+        }
+    }
+
+    /// Every `acr` this login can produce (discovery's `acr_values_supported`).
+    static func offeredACRs(_ configuration: LoginConfiguration) -> [String] {
+        var acrs = Set(LoginConfiguration.SignInMethod.allCases.filter(configuration.offers).map(acr))
+        acrs.insert(appACR)
+        if !configuration.federation.isEmpty { acrs.insert(federatedACR) }
+        return acrs.sorted()
+    }
+
+    /// The methods the sign-in page offers for this request: the client's, and of those the ones
+    /// producing an `acr` the request asks for.
+    func allowedMethods(
+        _ client: LoginConfiguration.Client,
+        _ authorization: LoginStore.AuthorizationRequest
+    ) -> [LoginConfiguration.SignInMethod] {
+        configuration.signInMethods(for: client).filter {
+            (authorization.acrValues.isEmpty || authorization.acrValues.contains(Self.acr($0)))
+                && ($0 != .passkey || webAuthnRelyingParty != nil)
+        }
     }
 
     /// Whether `subject` may skip the consent page: the client asks for none, or the user allowed
@@ -311,24 +396,35 @@ extension LoginServer {
         return (fields, authorization, client)
     }
 
-    private func loginPage(
+    func loginPage(
         _ client: LoginConfiguration.Client,
         id: String,
         csrf: String,
-        redirectURI: String,
+        _ authorization: LoginStore.AuthorizationRequest,
         status: Int,
         error: String? = nil,
         username: String = "",
         newCookie: Bool = false
     ) -> WireResponse {
+        let redirectURI = authorization.redirectURI
         let cookie = csrfCookie(id: id, csrf: csrf)
+        let methods = allowedMethods(client, authorization)
         var values: [String: Any] = [
             "client": client.name, "authorization": id, "csrf": csrf, "action": Self.authorizePath,
             "username": username,
         ]
         // Only a present error may reach the template: Mustache would print a missing one as "nil".
         if let error { values["error"] = error }
-        if !configuration.federation.isEmpty {
+        // Mustache sections: present only when offered.
+        if methods.contains(.password) { values["password"] = true }
+        if methods.contains(.push) { values["push"] = ["action": Self.phonePath] }
+        if methods.contains(.qr) { values["qr"] = ["action": Self.qrPath] }
+        if methods.contains(.passkey) {
+            values["passkey"] = ["options": Self.passkeySignInOptionsPath, "action": Self.passkeySignInPath]
+            values["script"] = Self.scriptPath
+        }
+        if methods.contains(.password) || methods.contains(.push) { values["identifier"] = true }
+        if !configuration.federation.isEmpty, acceptsFederation(authorization) {
             values["providers"] = configuration.federation.map { ["id": $0.id, "name": $0.name] }
             values["federationAction"] = Self.federationStartPath
         }
@@ -340,8 +436,14 @@ extension LoginServer {
             template: "login",
             values,
             formTarget: targets.compactMap { $0 }.joined(separator: " "),
+            scripts: methods.contains(.passkey),
             headers: newCookie ? ["Set-Cookie": cookie] : [:]
         )
+    }
+
+    /// Whether signing in through a federated provider gives what the request asks.
+    func acceptsFederation(_ authorization: LoginStore.AuthorizationRequest) -> Bool {
+        authorization.acrValues.isEmpty || authorization.acrValues.contains(Self.federatedACR)
     }
 
     /// The token travels in the form and in a cookie only this site can set (double submit),

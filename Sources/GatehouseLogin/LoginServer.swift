@@ -54,6 +54,14 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
     let logoutDelivery: LogoutDeliverer
     /// The pairwise-subject secret, once read from the store.
     let pairwiseSecret = Mutex<Data?>(nil)
+    /// The token server's mobile authentication (phone sign-in), once the server is built.
+    let phone = Mutex<PhoneSignIn?>(nil)
+    /// Sign-in pushes per username: a burst, then one a minute.
+    let pushLimiter: RateLimiter
+    /// QR codes per client address.
+    let qrLimiter: RateLimiter
+    /// Passkey sign-in attempts (options asked, assertions sent) per client address.
+    let passkeyLimiter: RateLimiter
     /// The relying parties of the `federation` providers, by id.
     let relyingParties: [String: OpenIDRelyingParty]
     /// The identity providers whose subjects are this login's usernames (`idp.browser` entries
@@ -94,6 +102,11 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
         decoyHash = hasher.decoy()
         pageLimiter = RateLimiter(perMinute: configuration.pagesPerMinute, burst: configuration.pagesPerMinute)
         clientSecretLimiter = RateLimiter(perMinute: 10, burst: 10)
+        pushLimiter = RateLimiter(perMinute: 1, burst: configuration.phone?.pushesPerUser ?? 5)
+        let qrCodes = configuration.phone?.qrCodesPerMinute ?? 10
+        qrLimiter = RateLimiter(perMinute: qrCodes, burst: qrCodes)
+        let passkeyAttempts = configuration.passkeys?.attemptsPerMinute ?? 30
+        passkeyLimiter = RateLimiter(perMinute: passkeyAttempts, burst: passkeyAttempts)
         passwordLimiter = RateLimiter(
             perMinute: configuration.passwordChecksPerMinute,
             burst: configuration.passwordChecksPerMinute
@@ -108,11 +121,25 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
         environment: PluginEnvironment,
         servedURL: URL? = nil
     ) throws {
+        let configuration = try manifest.section("login", as: LoginConfiguration.self)
+        let server = try manifest.section("server", as: ServerConfiguration.self)
+        // The phone's types must be the server's, with the delivery each way needs.
+        let wanted: [(String?, MobileAuthConfiguration.Delivery, String)] = [
+            (configuration.phone?.pushType, .push, "pushType"), (configuration.phone?.qrType, .otp, "qrType"),
+        ]
+        for case (let name?, let delivery, let key) in wanted
+        where server.mobileAuth?.types.contains(where: { $0.name == name && $0.delivery == delivery }) != true {
+            throw ManifestError(
+                source: manifest.source,
+                path: "login.phone.\(key)",
+                problem: "server.mobileAuth has no type \"\(name)\" with delivery \(delivery.rawValue)"
+            )
+        }
         try self.init(
-            configuration: try manifest.section("login", as: LoginConfiguration.self),
+            configuration: configuration,
             storage: storage,
             environment: environment,
-            publicURL: try manifest.section("server", as: ServerConfiguration.self).publicURL ?? servedURL,
+            publicURL: server.publicURL ?? servedURL,
             directoryIdentityProviders: Set(
                 manifest.entries.filter { entry in
                     guard entry.kind == .identityProvider, entry.type.rawValue == "idp.browser",
@@ -208,6 +235,16 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
             case ("GET", Self.logoutPath), ("POST", Self.logoutPath): return try await logout(request)
             case ("POST", Self.federationStartPath): return try await federationButton(request)
             case ("GET", Self.federationCallbackPath): return try await federationCallback(request)
+            case ("POST", Self.phonePath): return try await startPushSignIn(request)
+            case ("POST", Self.qrPath): return try await startQRSignIn(request)
+            case ("GET", Self.phoneStatusPath): return try await phoneStatus(request)
+            case ("POST", Self.phoneCompletePath): return try await completePhoneSignIn(request)
+            case ("GET", Self.scriptPath): return LoginScript.response
+            case ("POST", Self.passkeySignInOptionsPath): return try await passkeySignInOptions(request)
+            case ("POST", Self.passkeySignInPath): return try await passkeySignIn(request)
+            case ("GET", Self.passkeysPath): return try await passkeysPage(request)
+            case ("POST", Self.passkeyRegistrationOptionsPath): return try await passkeyRegistrationOptions(request)
+            case ("POST", Self.passkeysPath): return try await passkeysForm(request)
             // A 405 names the methods the resource takes (RFC 9110 §15.5.6).
             case (_, Self.tokenPath), (_, Self.discoveryPath), (_, Self.jwksPath):
                 return json(
@@ -215,11 +252,8 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
                     ["error": "invalid_request", "error_description": "Method not allowed."],
                     headers: ["Allow": path == Self.tokenPath ? "POST" : "GET"]
                 )
-            case (_, Self.authorizePath), (_, Self.consentPath), (_, Self.userinfoPath), (_, Self.logoutPath),
-                (_, Self.federationStartPath), (_, Self.federationCallbackPath):
-                let allowed =
-                    [Self.consentPath, Self.federationStartPath].contains(path)
-                    ? "POST" : path == Self.federationCallbackPath ? "GET" : "GET, POST"
+            case (_, _) where Self.pageMethods[path] != nil:
+                let allowed = Self.pageMethods[path] ?? ""
                 let message = "This page does not accept \(request.method.prefix(10)) requests."
                 return page(
                     405,
@@ -241,6 +275,14 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
         }
     }
 
+    /// The methods each page takes, for the 405 a wrong one gets (RFC 9110 §15.5.6).
+    static let pageMethods: [String: String] = [
+        authorizePath: "GET, POST", consentPath: "POST", userinfoPath: "GET, POST", logoutPath: "GET, POST",
+        federationStartPath: "POST", federationCallbackPath: "GET", phonePath: "POST", qrPath: "POST",
+        phoneStatusPath: "GET", phoneCompletePath: "POST", scriptPath: "GET", passkeySignInOptionsPath: "POST",
+        passkeySignInPath: "POST", passkeysPath: "GET, POST", passkeyRegistrationOptionsPath: "POST",
+    ]
+
     /// A page with the security headers every login page carries.
     func page(
         _ status: Int,
@@ -248,15 +290,18 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
         template: String = "problem",
         _ values: [String: Any] = [:],
         formTarget: String? = nil,
+        scripts: Bool = false,
         headers extra: [String: String] = [:]
     ) -> WireResponse {
         // Forms post here and may redirect to the client's redirect URI: both are allowed targets.
         let formAction = ["'self'", formTarget].compactMap { $0 }.joined(separator: " ")
+        // Pages that wait for a phone or use passkeys run this site's own script, nothing inline.
+        let scriptPolicy = scripts ? "script-src 'self'; connect-src 'self'; " : ""
         var headers = [
             "Content-Type": "text/html; charset=utf-8",
             "Cache-Control": "no-store",
             "Content-Security-Policy":
-                "default-src 'none'; style-src 'unsafe-inline'; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'",
+                "default-src 'none'; \(scriptPolicy)style-src 'unsafe-inline'; form-action \(formAction); frame-ancestors 'none'; base-uri 'none'",
             "X-Frame-Options": "DENY",
             "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "no-referrer",

@@ -178,6 +178,59 @@ extension LoginStore {
                     "CREATE INDEX login_grants_expires_at ON login_grants (expires_at)",
                 ]
             ),
+            // Passwordless sign-in: the phone approval an authorization waits for, and passkeys
+            // (a user's WebAuthn handle, credentials, and single-use challenges).
+            MigrationStep(
+                "v4-passwordless",
+                sqlite: [
+                    """
+                    CREATE TABLE login_phone_signins (authorization_id TEXT NOT NULL PRIMARY KEY, kind TEXT NOT NULL,
+                        transaction_id TEXT NOT NULL, username TEXT, number INTEGER, expires_at DOUBLE NOT NULL)
+                    """,
+                    "CREATE INDEX login_phone_signins_expires_at ON login_phone_signins (expires_at)",
+                    """
+                    CREATE TABLE login_user_handles (subject TEXT NOT NULL PRIMARY KEY, user_handle BLOB NOT NULL UNIQUE)
+                    """,
+                    """
+                    CREATE TABLE login_passkeys (credential_id BLOB NOT NULL PRIMARY KEY, subject TEXT NOT NULL,
+                        public_key BLOB NOT NULL, algorithm INTEGER NOT NULL, sign_count BIGINT NOT NULL,
+                        backup_eligible BOOLEAN NOT NULL, backed_up BOOLEAN NOT NULL, transports TEXT NOT NULL,
+                        aaguid BLOB NOT NULL, attestation_format TEXT NOT NULL, name TEXT NOT NULL,
+                        created_at DOUBLE NOT NULL, last_used_at DOUBLE)
+                    """,
+                    "CREATE INDEX login_passkeys_subject ON login_passkeys (subject)",
+                    """
+                    CREATE TABLE login_webauthn_challenges (challenge BLOB NOT NULL PRIMARY KEY,
+                        purpose TEXT NOT NULL, subject TEXT, authorization_id TEXT, expires_at DOUBLE NOT NULL)
+                    """,
+                    "CREATE INDEX login_webauthn_challenges_expires_at ON login_webauthn_challenges (expires_at)",
+                ],
+                postgres: [
+                    """
+                    CREATE TABLE login_phone_signins (authorization_id TEXT NOT NULL PRIMARY KEY, kind TEXT NOT NULL,
+                        transaction_id TEXT NOT NULL, username TEXT, number BIGINT,
+                        expires_at DOUBLE PRECISION NOT NULL)
+                    """,
+                    "CREATE INDEX login_phone_signins_expires_at ON login_phone_signins (expires_at)",
+                    """
+                    CREATE TABLE login_user_handles (subject TEXT NOT NULL PRIMARY KEY, user_handle BYTEA NOT NULL UNIQUE)
+                    """,
+                    """
+                    CREATE TABLE login_passkeys (credential_id BYTEA NOT NULL PRIMARY KEY, subject TEXT NOT NULL,
+                        public_key BYTEA NOT NULL, algorithm BIGINT NOT NULL, sign_count BIGINT NOT NULL,
+                        backup_eligible BOOLEAN NOT NULL, backed_up BOOLEAN NOT NULL, transports TEXT NOT NULL,
+                        aaguid BYTEA NOT NULL, attestation_format TEXT NOT NULL, name TEXT NOT NULL,
+                        created_at DOUBLE PRECISION NOT NULL, last_used_at DOUBLE PRECISION)
+                    """,
+                    "CREATE INDEX login_passkeys_subject ON login_passkeys (subject)",
+                    """
+                    CREATE TABLE login_webauthn_challenges (challenge BYTEA NOT NULL PRIMARY KEY,
+                        purpose TEXT NOT NULL, subject TEXT, authorization_id TEXT,
+                        expires_at DOUBLE PRECISION NOT NULL)
+                    """,
+                    "CREATE INDEX login_webauthn_challenges_expires_at ON login_webauthn_challenges (expires_at)",
+                ]
+            ),
         ]
     )
 }

@@ -106,6 +106,9 @@ public final class LoginStore: Sendable {
         public var nonce: String?
         /// OpenID Connect: `prompt=consent` asked for the consent page whatever was allowed before.
         public var forceConsent: Bool
+        /// OpenID Connect: the `acr_values` asked for, most preferred first; the sign-in must
+        /// produce one of them.
+        public var acrValues: [String]
 
         /// A request with these fields, validated by the authorization endpoint.
         public init(
@@ -115,8 +118,10 @@ public final class LoginStore: Sendable {
             codeChallenge: String,
             scope: String,
             nonce: String? = nil,
-            forceConsent: Bool = false
+            forceConsent: Bool = false,
+            acrValues: [String] = []
         ) {
+            self.acrValues = acrValues
             self.clientID = clientID
             self.redirectURI = redirectURI
             self.state = state
@@ -130,6 +135,7 @@ public final class LoginStore: Sendable {
         struct Extras: Codable {
             var nonce: String?
             var forceConsent: Bool?
+            var acrValues: [String]?
         }
     }
 
@@ -154,7 +160,11 @@ public final class LoginStore: Sendable {
                     Self.hash(csrf), expiresAt,
                     String(
                         decoding: try JSONEncoder().encode(
-                            AuthorizationRequest.Extras(nonce: request.nonce, forceConsent: request.forceConsent)
+                            AuthorizationRequest.Extras(
+                                nonce: request.nonce,
+                                forceConsent: request.forceConsent,
+                                acrValues: request.acrValues.isEmpty ? nil : request.acrValues
+                            )
                         ),
                         as: UTF8.self
                     ),
@@ -186,7 +196,8 @@ public final class LoginStore: Sendable {
                 codeChallenge: row["code_challenge"],
                 scope: row["scope"],
                 nonce: extras?.nonce,
-                forceConsent: extras?.forceConsent ?? false
+                forceConsent: extras?.forceConsent ?? false,
+                acrValues: extras?.acrValues ?? []
             ),
             row["subject"]
         )

@@ -24,6 +24,9 @@ struct OpenIDParameters: Sendable {
     var maxAge: Int?
     var loginHint: String?
     var idTokenHint: String?
+    /// `acr_values`, most preferred first: the sign-in must produce one of them (the login treats
+    /// them as required, and answers `unmet_authentication_requirements` when it cannot).
+    var acrValues: [String] = []
 
     static func read(_ query: FormFields) -> Result<OpenIDParameters, Refusal> {
         func refusal(_ error: String, _ description: String) -> Result<OpenIDParameters, Refusal> {
@@ -74,6 +77,15 @@ struct OpenIDParameters: Sendable {
                 return refusal("invalid_request", "The id_token_hint is too long.")
             }
             parameters.idTokenHint = hint
+        }
+        if let values = query["acr_values"] {
+            let listed = values.split(separator: " ").map(String.init)
+            guard (1...8).contains(listed.count),
+                listed.allSatisfy({
+                    (1...128).contains($0.utf8.count) && $0.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+                })
+            else { return refusal("invalid_request", "acr_values lists 1 to 8 values of printable ASCII.") }
+            parameters.acrValues = listed
         }
         return .success(parameters)
     }

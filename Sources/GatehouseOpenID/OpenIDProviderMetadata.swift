@@ -35,6 +35,8 @@ public struct OpenIDProviderMetadata: Codable, Sendable, Equatable {
     public var responseModesSupported: [String]?
     /// The `prompt` values honoured.
     public var promptValuesSupported: [String]?
+    /// The authentication context classes the provider can produce (`acr_values_supported`).
+    public var acrValuesSupported: [String]?
     /// Back-Channel Logout 1.0 §2.1.
     public var backchannelLogoutSupported: Bool?
     /// Whether logout tokens carry `sid`.
@@ -65,6 +67,7 @@ public struct OpenIDProviderMetadata: Codable, Sendable, Equatable {
         case codeChallengeMethodsSupported = "code_challenge_methods_supported"
         case responseModesSupported = "response_modes_supported"
         case promptValuesSupported = "prompt_values_supported"
+        case acrValuesSupported = "acr_values_supported"
         case backchannelLogoutSupported = "backchannel_logout_supported"
         case backchannelLogoutSessionSupported = "backchannel_logout_session_supported"
         case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"

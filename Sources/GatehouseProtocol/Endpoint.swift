@@ -55,6 +55,8 @@ public enum Endpoint {
     public static let mobileAuthPending = "/v1/mobile-auth/pending"
     /// `GET`, signed with the profile key: the profile's requests as server-sent events.
     public static let mobileAuthEvents = "/v1/mobile-auth/events"
+    /// `POST`, signed with the profile key: claim the transaction of a scanned OTP (``MobileAuthOTP``).
+    public static let mobileAuthOTP = "/v1/mobile-auth/otp"
     /// The prefix of a transaction's paths; ``mobileAuthTransaction(_:profile:)`` and ``mobileAuthAnswer(_:profile:)``
     /// build them.
     public static let mobileAuthTransactionPrefix = "/v1/mobile-auth/transactions/"
@@ -97,7 +99,8 @@ public enum Endpoint {
         authenticatorRegistration,
         authenticatorDeregistration,
         mobileAuthEnrolment, mobileAuthStatus, pushEnrolment, pushToken, mobileAuthPending, mobileAuthEvents,
-        mobileAuthTransactionPrefix + "{transactionID}", mobileAuthTransactionPrefix + "{transactionID}/answer",
+        mobileAuthOTP, mobileAuthTransactionPrefix + "{transactionID}",
+        mobileAuthTransactionPrefix + "{transactionID}/answer",
         portalMobileAuth, portalMobileAuth + "/{transactionID}",
     ]
 }

@@ -5,8 +5,9 @@ public import GatehouseKernel
 
 /// `POST /v1/portal/mobile-auth` (HTTP Basic, an API client): start a transaction for a user.
 public struct PortalMobileAuthRequest: Codable, Sendable {
-    /// The user as the identity provider named them.
-    public var userID: String
+    /// The user as the identity provider named them. Required for push types; for OTP types it
+    /// may be left out, and then whichever enrolled user scans the code answers it.
+    public var userID: String?
     /// The identity provider that named the user; the server's default when absent.
     public var identityProvider: String?
     /// A mobile authentication type of the manifest.
@@ -19,17 +20,22 @@ public struct PortalMobileAuthRequest: Codable, Sendable {
     public var signingData: String?
     /// Called with a signed POST when the transaction ends.
     public var callbackURI: String?
+    /// For OTP types: how the answer carries the code's QR form (`qr_code`): `svg` (the default),
+    /// `png`, or `none`.
+    public var qrCode: PortalQRCodeFormat?
 
     /// Creates a portal request for a user and a mobile authentication type.
     public init(
-        userID: String,
+        userID: String?,
         type: String,
         message: String? = nil,
         secureMessage: String? = nil,
         signingData: String? = nil,
         callbackURI: String? = nil,
-        identityProvider: String? = nil
+        identityProvider: String? = nil,
+        qrCode: PortalQRCodeFormat? = nil
     ) {
+        self.qrCode = qrCode
         self.userID = userID
         self.identityProvider = identityProvider
         self.type = type
@@ -46,7 +52,18 @@ public struct PortalMobileAuthRequest: Codable, Sendable {
         case secureMessage = "secure_message"
         case signingData = "signing_data"
         case callbackURI = "callback_uri"
+        case qrCode = "qr_code"
     }
+}
+
+/// The picture of an OTP's QR code that the portal API returns.
+public enum PortalQRCodeFormat: String, Codable, Sendable {
+    /// An SVG image, as a `data:image/svg+xml;base64,` URI.
+    case svg
+    /// A PNG image, as a `data:image/png;base64,` URI.
+    case png
+    /// No picture: the portal draws the code itself.
+    case none
 }
 
 /// The answer to `POST /v1/portal/mobile-auth`: the new transaction and who was asked.
@@ -59,11 +76,25 @@ public struct PortalMobileAuthResponse: Codable, Sendable {
     public var timeToLive: Int
     /// The number to show the user when number matching is on.
     public var number: Int?
-    /// How many devices were asked.
+    /// How many devices were asked (none yet for an OTP type: the device that scans is asked).
     public var devices: Int
+    /// For OTP types: the single-use code the app scans or the user types (a ``MobileAuthOTP``'s text).
+    public var otp: String?
+    /// For OTP types: the code as a QR image, a `data:` URI an `<img src>` takes as it is.
+    public var qrCode: String?
 
     /// Creates the answer for a started transaction.
-    public init(transactionID: String, authMethod: MobileAuthMethod, timeToLive: Int, number: Int?, devices: Int) {
+    public init(
+        transactionID: String,
+        authMethod: MobileAuthMethod,
+        timeToLive: Int,
+        number: Int?,
+        devices: Int,
+        otp: String? = nil,
+        qrCode: String? = nil
+    ) {
+        self.otp = otp
+        self.qrCode = qrCode
         self.transactionID = transactionID
         self.authMethod = authMethod
         self.timeToLive = timeToLive
@@ -75,7 +106,8 @@ public struct PortalMobileAuthResponse: Codable, Sendable {
         case transactionID = "transaction_id"
         case authMethod = "auth_method"
         case timeToLive = "time_to_live"
-        case number, devices
+        case number, devices, otp
+        case qrCode = "qr_code"
     }
 }
 
@@ -83,8 +115,12 @@ public struct PortalMobileAuthResponse: Codable, Sendable {
 public struct PortalTransactionResult: Codable, Sendable, Equatable {
     /// The transaction's id (`transaction_id`).
     public var transactionID: String
-    /// The user the transaction was for, as the portal named them (`user_id`).
-    public var userID: String
+    /// The user the transaction is for, as the identity provider named them (`user_id`): the
+    /// portal's, or for an OTP type started without one, the user whose device scanned the code
+    /// (`nil` until one did).
+    public var userID: String?
+    /// The identity provider that named the user (`identity_provider`).
+    public var identityProvider: String?
     /// The mobile authentication type the portal asked for.
     public var type: String
     /// Where the transaction stands now.
@@ -110,7 +146,8 @@ public struct PortalTransactionResult: Codable, Sendable, Equatable {
     /// Creates a result; `isAuthenticated` follows from `status`.
     public init(
         transactionID: String,
-        userID: String,
+        userID: String?,
+        identityProvider: String? = nil,
         type: String,
         status: MobileAuthTransactionStatus,
         authenticationMethod: String?,
@@ -123,6 +160,7 @@ public struct PortalTransactionResult: Codable, Sendable, Equatable {
     ) {
         self.transactionID = transactionID
         self.userID = userID
+        self.identityProvider = identityProvider
         self.type = type
         self.status = status
         self.isAuthenticated = status == .approved
@@ -138,6 +176,7 @@ public struct PortalTransactionResult: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case transactionID = "transaction_id"
         case userID = "user_id"
+        case identityProvider = "identity_provider"
         case type, status
         case isAuthenticated = "is_authenticated"
         case authenticationMethod = "authentication_method"

@@ -160,6 +160,7 @@ public final class TokenServer: Sendable {
         store.engine.subscribe { [hub] announcement in hub.hear(announcement) }
         // Callbacks left due by an earlier run go out now.
         callbacks?.wake()
+        for case let mounted as any PhoneSignInExtension in extensions { mounted.mounted(with: PhoneSignIn(self)) }
     }
 
     /// Answers one request. Never throws: every problem becomes an error response.

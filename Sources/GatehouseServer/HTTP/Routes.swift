@@ -44,6 +44,7 @@ extension TokenServer {
         table.add("POST", Endpoint.pushToken) { try await $0.enrolPush($1) }
         table.add("GET", Endpoint.mobileAuthPending) { try await $0.pendingMobileAuth($1) }
         table.add("GET", Endpoint.mobileAuthEvents) { try await $0.mobileAuthEvents($1) }
+        table.add("POST", Endpoint.mobileAuthOTP) { try await $0.claimOTPMobileAuth($1) }
         table.add(prefix: Endpoint.mobileAuthTransactionPrefix) { server, request, rest in
             // `{transactionID}` (its payload) or `{transactionID}/answer`; anything else is no transaction.
             let parts = rest.split(separator: "/", omittingEmptySubsequences: false)

@@ -77,7 +77,7 @@ extension TokenServer {
     // MARK: - The device (DPoP with the profile key, no session needed)
 
     /// The profile named in the query (`?profile=ID`).
-    private func profileParameter(_ request: WireRequest) throws -> String {
+    func profileParameter(_ request: WireRequest) throws -> String {
         let query = request.path.split(separator: "?", maxSplits: 1).dropFirst().first ?? ""
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)

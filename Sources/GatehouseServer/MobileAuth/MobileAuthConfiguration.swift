@@ -17,7 +17,8 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
 
     /// A confidential API client (a portal) that starts transactions, with HTTP Basic credentials.
     public struct APIClient: Decodable, Sendable {
-        /// The client's id: its HTTP Basic user name. Unique among the API clients.
+        /// The client's id: its HTTP Basic user name. Unique among the API clients; not starting
+        /// with `@`, which names the server's own users of mobile authentication (`@login`).
         public var id: String
         /// At least 16 characters; also the key of the HMAC that signs its callbacks.
         public var secret: String
@@ -33,6 +34,7 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(String.self, forKey: .id)
+            guard !id.hasPrefix("@") else { throw container.invalid(.id, "an API client id cannot start with @") }
             secret = try container.decode(String.self, forKey: .secret)
             guard secret.utf8.count >= 16 else { throw container.invalid(.secret, "use at least 16 characters") }
             callbackPrefixes = try container.decode([String].self, forKey: .callbackPrefixes, default: [])
@@ -60,12 +62,23 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
         }
     }
 
+    /// How a transaction reaches the device.
+    public enum Delivery: String, Decodable, Sendable {
+        /// The server pushes it to the user's enrolled devices.
+        case push
+        /// The portal shows a single-use code (a QR code); the device that scans it is asked. The
+        /// seed SDK's OTP mobile authentication, and the hosted login's "scan with your phone".
+        case otp
+    }
+
     /// A business use of mobile authentication (`login`, `payment`), named by the portal.
     public struct TransactionType: Decodable, Sendable {
         /// The name the portal starts a transaction with. Unique among the types.
         public var name: String
         /// How the user answers on the device: `confirmation`, `pin`, `biometric` or `custom`.
         public var method: MobileAuthMethod
+        /// How the transaction reaches the device: `push` (the default) or `otp`.
+        public var delivery: Delivery
         /// The manifest id of the authenticator for `biometric` and `custom`.
         public var authenticator: String?
         /// Seconds the device has to answer (10–3600, default 120).
@@ -80,7 +93,7 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
         public var supersedesPending: Bool
 
         private enum CodingKeys: String, CodingKey {
-            case name, method, authenticator, timeToLive, defaultMessage, numberMatching, transactionSigning,
+            case name, method, delivery, authenticator, timeToLive, defaultMessage, numberMatching, transactionSigning,
                 supersedesPending
         }
 
@@ -91,6 +104,7 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             name = try container.decode(String.self, forKey: .name)
             method = try container.decode(MobileAuthMethod.self, forKey: .method)
+            delivery = try container.decode(Delivery.self, forKey: .delivery, default: .push)
             authenticator = try container.decodeIfPresent(String.self, forKey: .authenticator)
             timeToLive = try container.decode(Int.self, forKey: .timeToLive, default: 120, in: 10...3600)
             defaultMessage = try container.decodeIfPresent(String.self, forKey: .defaultMessage)

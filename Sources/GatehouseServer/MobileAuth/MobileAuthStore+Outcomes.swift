@@ -62,9 +62,12 @@ extension ServerStore {
             else { return nil }
             // The machine's view of it now: a lapsed transaction the sweep has not reached reads as expired.
             let reported = try self.transaction(row).reported(at: now)
+            let subject: String = row["subject"]
             return PortalTransactionResult(
                 transactionID: id,
-                userID: row["subject"],
+                // An OTP transaction nobody has claimed has no user yet.
+                userID: subject.isEmpty ? nil : subject,
+                identityProvider: subject.isEmpty ? nil : row["identity_provider"],
                 type: row["type"],
                 status: reported.status,
                 authenticationMethod: row["authentication_method"],
@@ -76,6 +79,21 @@ extension ServerStore {
                     try? WireCoding.decode(PublicJWK.self, from: Data($0.utf8))
                 },
                 signatureVerified: row["signature_verified"]
+            )
+        }
+    }
+
+    /// When the API client's pending transaction for `user` lapses, if it has one.
+    func pendingTransactionExpiry(apiClient: String, user: MobileAuthUser, now: Double) async throws -> Double? {
+        try await lookup { db in
+            try Double.fetchOne(
+                db,
+                sql: """
+                    SELECT MAX(expires_at) FROM mobile_transactions
+                    WHERE api_client = ? AND identity_provider = ? AND subject = ? AND status = 'pending'
+                    AND expires_at > ?
+                    """,
+                arguments: [apiClient, user.identityProvider, user.subject, now]
             )
         }
     }

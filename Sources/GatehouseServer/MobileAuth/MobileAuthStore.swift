@@ -158,6 +158,11 @@ extension ServerStore {
         var signingData: String?
         var callbackURI: String?
         var number: Int?
+        /// For OTP types: SHA-256 of the single-use code. `user` may then be empty (both fields):
+        /// the device that claims the code names the user.
+        var otpHash: Data?
+        /// For OTP types: the secure message and signing data, encrypted with the code's key.
+        var otpContent: Data?
         var now: Double
     }
 
@@ -187,10 +192,12 @@ extension ServerStore {
                     """,
                 arguments: [new.user.identityProvider, new.user.subject]
             )
-            guard !devices.isEmpty else {
+            // An OTP transaction without a user is for whoever scans it; one with a user needs a
+            // device that can.
+            guard !devices.isEmpty || (new.otpHash != nil && new.user.subject.isEmpty) else {
                 throw StoreRefusal.noEnrolledDevice
             }
-            if new.type.supersedesPending {
+            if new.type.supersedesPending, !new.user.subject.isEmpty {
                 let superseded = try SQLRow.fetchAll(
                     db,
                     sql: """
@@ -207,53 +214,30 @@ extension ServerStore {
             try db.execute(
                 sql: """
                     INSERT INTO mobile_transactions (id, api_client, identity_provider, subject, type, method, message,
-                        number, signing_data_hash, callback_uri, status, created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        number, signing_data_hash, callback_uri, status, created_at, expires_at, delivery, otp_hash,
+                        otp_content)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     new.id, new.apiClient, new.user.identityProvider, new.user.subject, new.type.name,
                     new.type.method.rawValue, new.message, new.number,
                     new.signingData.map { Data(SHA256.hash(data: Data($0.utf8))) }, new.callbackURI,
                     MobileAuthTransaction.State.pending.status.rawValue, new.now, new.now + Double(new.type.timeToLive),
+                    new.otpHash == nil ? "push" : "otp", new.otpHash, new.otpContent,
                 ]
             )
+            // An OTP transaction is sealed for the device that claims its code, when it does.
+            if new.otpHash != nil { return [] }
             var deliveries: [Delivery] = []
             for device in devices {
                 let profileID: String = device["profile_id"]
                 guard let deviceKey = Curve25519.KeyAgreement.PublicKey(wire: Base64URLData(device["device_key"]))
                 else { continue }
-                let nonce = Data.random(count: 32)
-                let payload = MobileAuthPayload(
-                    transactionID: new.id,
-                    profileID: profileID,
-                    type: new.type.name,
-                    method: new.type.method,
-                    authenticator: new.type.authenticator,
-                    message: new.message,
-                    secureMessage: new.secureMessage,
-                    signingData: new.signingData,
-                    numberMatching: new.number != nil,
-                    nonce: nonce,
-                    expiresAt: new.now + Double(new.type.timeToLive)
+                let (seq, _) = try self.insertDelivery(
+                    PendingPayload(transaction: new, profileID: profileID),
+                    deviceKey: deviceKey,
+                    db
                 )
-                let sealed = try SealedBox.seal(
-                    try WireCoding.encode(payload),
-                    for: deviceKey,
-                    purpose: .payload,
-                    transactionID: new.id
-                )
-                guard
-                    let seq = try Int64.fetchOne(
-                        db,
-                        sql: """
-                            INSERT INTO mobile_deliveries (transaction_id, profile_id, sealed, nonce_hash) VALUES (?, ?, ?, ?)
-                            RETURNING seq
-                            """,
-                        arguments: [new.id, profileID, try WireCoding.encode(sealed), Data(SHA256.hash(data: nonce))]
-                    )
-                else { throw ServerDatabaseError("The database did not number a delivery.") }
-                // Its events channel may be open on any instance.
-                try db.announce(EventChannelHub.wakeAnnouncement(profileID))
                 deliveries.append(
                     Delivery(
                         seq: seq,
@@ -265,5 +249,93 @@ extension ServerStore {
             }
             return deliveries
         }
+    }
+
+    /// What a device's sealed payload says of a transaction.
+    struct PendingPayload: Sendable {
+        var transactionID: String
+        var profileID: String
+        var type: MobileAuthConfiguration.TransactionType
+        var message: String
+        var secureMessage: String?
+        var signingData: String?
+        var numberMatching: Bool
+        var expiresAt: Double
+
+        init(
+            transactionID: String,
+            profileID: String,
+            type: MobileAuthConfiguration.TransactionType,
+            message: String,
+            secureMessage: String?,
+            signingData: String?,
+            numberMatching: Bool,
+            expiresAt: Double
+        ) {
+            self.transactionID = transactionID
+            self.profileID = profileID
+            self.type = type
+            self.message = message
+            self.secureMessage = secureMessage
+            self.signingData = signingData
+            self.numberMatching = numberMatching
+            self.expiresAt = expiresAt
+        }
+
+        init(transaction new: NewTransaction, profileID: String) {
+            transactionID = new.id
+            self.profileID = profileID
+            type = new.type
+            message = new.message
+            secureMessage = new.secureMessage
+            signingData = new.signingData
+            numberMatching = new.number != nil
+            expiresAt = new.now + Double(new.type.timeToLive)
+        }
+    }
+
+    /// Seals the payload for one device, with a fresh single-use nonce, and stores the delivery;
+    /// wakes the device's events channel (on whichever instance it is open). Returns the
+    /// delivery's sequence number and the sealed payload.
+    func insertDelivery(
+        _ payload: PendingPayload,
+        deviceKey: Curve25519.KeyAgreement.PublicKey,
+        _ db: any SQLSession
+    ) throws -> (Int64, Data) {
+        let nonce = Data.random(count: 32)
+        let sealed = try WireCoding.encode(
+            try SealedBox.seal(
+                try WireCoding.encode(
+                    MobileAuthPayload(
+                        transactionID: payload.transactionID,
+                        profileID: payload.profileID,
+                        type: payload.type.name,
+                        method: payload.type.method,
+                        authenticator: payload.type.authenticator,
+                        message: payload.message,
+                        secureMessage: payload.secureMessage,
+                        signingData: payload.signingData,
+                        numberMatching: payload.numberMatching,
+                        nonce: nonce,
+                        expiresAt: payload.expiresAt
+                    )
+                ),
+                for: deviceKey,
+                purpose: .payload,
+                transactionID: payload.transactionID
+            )
+        )
+        guard
+            let seq = try Int64.fetchOne(
+                db,
+                sql: """
+                    INSERT INTO mobile_deliveries (transaction_id, profile_id, sealed, nonce_hash) VALUES (?, ?, ?, ?)
+                    RETURNING seq
+                    """,
+                arguments: [payload.transactionID, payload.profileID, sealed, Data(SHA256.hash(data: nonce))]
+            )
+        else { throw ServerDatabaseError("The database did not number a delivery.") }
+        try db.announce(EventChannelHub.wakeAnnouncement(payload.profileID))
+        return (seq, sealed)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import GatehouseKernel
 import GatehouseOutbound
 import GatehouseProtocol
+import GatehouseQRCode
 import Logging
 import Synchronization
 
@@ -39,8 +40,17 @@ extension TokenServer {
                 code: 3005
             )
         }
-        guard (1...256).contains(body.userID.utf8.count) else {
-            throw ServerError.invalidRequest("Invalid field user_id: 1 to 256 bytes.")
+        if let user = body.userID {
+            guard (1...256).contains(user.utf8.count) else {
+                throw ServerError.invalidRequest("Invalid field user_id: 1 to 256 bytes.")
+            }
+        } else if type.delivery == .push {
+            throw ServerError.invalidRequest(
+                "Missing field user_id: the type \"\(type.name)\" pushes to the user's devices."
+            )
+        }
+        if body.qrCode != nil, type.delivery == .push {
+            throw ServerError.invalidRequest("Invalid field qr_code: the type \"\(type.name)\" pushes; it has no code.")
         }
         let provider = body.identityProvider ?? defaultIdentityProvider.descriptor.id
         guard identityProviders.contains(where: { $0.descriptor.id == provider }) else {
@@ -85,19 +95,33 @@ extension TokenServer {
         }
         let id = Data.random(count: 24).base64URLEncodedString
         let number = type.numberMatching ? Int.random(in: 10...99) : nil
+        let otp = type.delivery == .otp ? MobileAuthOTP.generate(for: id) : nil
+        var otpContent: Data?
+        if let otp, body.secureMessage != nil || body.signingData != nil {
+            otpContent = try OTPContent(
+                secureMessage: body.secureMessage,
+                signingData: type.transactionSigning ? body.signingData : nil
+            ).sealed(code: otp.code, transactionID: id)
+        }
         // One moment for the stored transaction and its pushes, so both state the same expiry.
         let started = now
         let deliveries = try await store.startTransaction(
             ServerStore.NewTransaction(
                 id: id,
                 apiClient: client.id,
-                user: MobileAuthUser(identityProvider: provider, subject: body.userID),
+                // No user yet: the device that claims the OTP names them.
+                user: MobileAuthUser(
+                    identityProvider: body.userID == nil ? "" : provider,
+                    subject: body.userID ?? ""
+                ),
                 type: type,
                 message: message,
                 secureMessage: body.secureMessage,
                 signingData: type.transactionSigning ? body.signingData : nil,
                 callbackURI: body.callbackURI,
                 number: number,
+                otpHash: otp?.hash,
+                otpContent: otpContent,
                 now: started
             )
         )
@@ -118,17 +142,33 @@ extension TokenServer {
                 authMethod: type.method,
                 timeToLive: type.timeToLive * 1000,
                 number: number,
-                devices: deliveries.count
+                devices: deliveries.count,
+                otp: otp?.text,
+                qrCode: try otp.flatMap { try Self.qrCodeImage($0.text, body.qrCode ?? .svg) }
             ),
             status: 201
         )
+    }
+
+    /// The code as a `data:` URI of the format asked for; nil for `none`.
+    static func qrCodeImage(_ text: String, _ format: PortalQRCodeFormat) throws -> String? {
+        let code = try QRCode(text: text, errorCorrection: .medium)
+        switch format {
+        case .svg:
+            return "data:image/svg+xml;base64,"
+                + Data(code.svg(title: "Scan with your phone").utf8).base64EncodedString()
+        case .png:
+            return "data:image/png;base64," + Data(code.png()).base64EncodedString()
+        case .none:
+            return nil
+        }
     }
 
     /// Sends each device its push (its events channel, on whichever instance holds it, was woken
     /// when the transaction committed), all at once, each given at most `pushTimeout`: a stalled push
     /// service delays the portal's answer by that much at worst. A push that fails or times out is
     /// logged; the device still finds the request on its events channel or in its pending list.
-    private func push(_ deliveries: [ServerStore.Delivery], _ notification: (String) -> PushNotification) async {
+    func push(_ deliveries: [ServerStore.Delivery], _ notification: (String) -> PushNotification) async {
         await withTaskGroup(of: Void.self) { group in
             for delivery in deliveries {
                 guard let token = delivery.pushToken, let platform = delivery.platform, platform != .events,
