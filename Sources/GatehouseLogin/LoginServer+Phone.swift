@@ -59,6 +59,24 @@ extension LoginServer: PhoneSignInExtension {
             )
         }
         let username = LoginStore.normalized(typed)
+        // 429 with the page again, and when to try (RFC 6585 §4).
+        func tooManyPushes(waitingUntil: Double? = nil, retryAfter: Int? = nil) -> WireResponse {
+            let seconds = retryAfter ?? max(1, Int(((waitingUntil ?? now) - now).rounded(.up)))
+            var response = loginPage(
+                client,
+                id: id,
+                csrf: csrf,
+                authorization,
+                status: 429,
+                error: waitingUntil == nil
+                    ? "Too many sign-in requests for this account; try again in \(seconds) seconds."
+                    : "A sign-in request is waiting on your phone already: answer it there, or try again in "
+                        + "\(seconds) seconds.",
+                username: typed
+            )
+            response.headers["Retry-After"] = String(seconds)
+            return response
+        }
         // Push fatigue: a burst per user, then one a minute, and one waiting at a time; the same
         // for a username without a phone, so the page tells nobody which accounts exist.
         if let waiting = try await store.waitingPush(username: username, now: now) {
@@ -66,28 +84,11 @@ extension LoginServer: PhoneSignInExtension {
                 waiting.kind == "decoy"
                 ? true : (try await phoneSignIn().verdict(waiting.transactionID))?.status == .pending
             if stillPending {
-                return loginPage(
-                    client,
-                    id: id,
-                    csrf: csrf,
-                    authorization,
-                    status: 429,
-                    error: "A sign-in request is waiting on your phone already: answer it there, or try again in "
-                        + "\(max(1, Int(waiting.expiresAt - now))) seconds.",
-                    username: typed
-                )
+                return tooManyPushes(waitingUntil: waiting.expiresAt)
             }
         }
         if let seconds = pushLimiter.take(username, now: now) {
-            return loginPage(
-                client,
-                id: id,
-                csrf: csrf,
-                authorization,
-                status: 429,
-                error: "Too many sign-in requests for this account; try again in \(Int(seconds.rounded(.up))) seconds.",
-                username: typed
-            )
+            return tooManyPushes(retryAfter: Int(seconds.rounded(.up)))
         }
         let record: LoginStore.PhoneSignInRecord
         do {
@@ -114,16 +115,7 @@ extension LoginServer: PhoneSignInExtension {
                 expiresAt: now + 120
             )
         } catch PhoneSignIn.Refusal.alreadyPending(let until) {
-            return loginPage(
-                client,
-                id: id,
-                csrf: csrf,
-                authorization,
-                status: 429,
-                error: "A sign-in request is waiting on your phone already: answer it there, or try again in "
-                    + "\(max(1, Int(until - now))) seconds.",
-                username: typed
-            )
+            return tooManyPushes(waitingUntil: until)
         }
         try await store.startPhoneSignIn(record, authorization: id, now: now)
         return waitingPage(client, id: id, csrf: csrf, authorization, record: record, qrCode: nil)

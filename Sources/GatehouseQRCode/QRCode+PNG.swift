@@ -2,7 +2,8 @@ extension QRCode {
     /// The symbol as a PNG image: 1-bit greyscale, black modules on white, with a zlib stream
     /// (RFC 1950) of one deflate block (RFC 1951) using the fixed Huffman codes, whose repeated
     /// bytes become back-references — every scanline that repeats the one above is filtered
-    /// "Up" to zeros, so even a large symbol stays a few kilobytes.
+    /// "Up" to zeros. A short code's image is a few kilobytes (version 5 at the defaults: about
+    /// 2.5 KB; version 40: about 26 KB).
     ///
     /// - Parameters:
     ///   - scale: Pixels per module, clamped to 1...32 and then lowered so the image is at most

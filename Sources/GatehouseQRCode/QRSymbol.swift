@@ -433,11 +433,14 @@ struct QRSymbol {
     // MARK: Penalty (7.8.3)
 
     /// N1 + N2 + N3 + N4 for the symbol as it stands.
-    func penalty() -> Int {
+    func penalty() -> Int { Self.penalty(modules, size: size) }
+
+    /// N1 + N2 + N3 + N4 for `size × size` modules, row by row.
+    static func penalty(_ modules: [Bool], size: Int) -> Int {
         var total = 0
         for line in 0..<size {
-            total += linePenalty(start: line * size, stride: 1)  // row
-            total += linePenalty(start: line, stride: size)  // column
+            total += linePenalty(modules, size: size, start: line * size, stride: 1)  // row
+            total += linePenalty(modules, size: size, start: line, stride: size)  // column
         }
         // N2: 3 for each 2 × 2 block of one colour.
         for row in 0..<(size - 1) {
@@ -462,7 +465,7 @@ struct QRSymbol {
     /// N1 (runs of five or more modules of one colour: 3, plus 1 for each module beyond five) and
     /// N3 (40 for each 1:1:3:1:1 finder-like pattern with four light modules on either side, the
     /// light quiet zone counting as light) along one row or column.
-    private func linePenalty(start: Int, stride: Int) -> Int {
+    private static func linePenalty(_ modules: [Bool], size: Int, start: Int, stride: Int) -> Int {
         var total = 0
         var runColour = false
         var runLength = 0

@@ -20,6 +20,8 @@ struct OpenAPITests {
             // The hosted login (the OpenID provider), mounted when the manifest has a `login` section.
             "/login/.well-known/openid-configuration", "/login/jwks", "/login/authorize", "/login/consent",
             "/login/token", "/login/userinfo", "/login/logout", "/login/federation", "/login/federation/callback",
+            "/login/phone", "/login/qr", "/login/phone/status", "/login/phone/complete", "/login/assets/login.js",
+            "/login/passkey/options", "/login/passkey", "/login/passkeys", "/login/passkeys/options",
         ])
         #expect(documented == served)
     }
