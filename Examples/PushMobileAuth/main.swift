@@ -37,6 +37,7 @@ let manifest = try ManifestLoader.jsonAndYAML.parse(
             types:
               - {name: login, method: confirmation, numberMatching: true, defaultMessage: "Sign in to Example Shop?"}
               - {name: payment, method: pin, transactionSigning: true, defaultMessage: "Approve a payment"}
+              - {name: checkout, method: pin, delivery: otp, defaultMessage: "Pay at the checkout?"}
         authenticators: [{id: pin, type: pin}]
         identityProviders: [{id: codes, type: idp.customAPI, config: {twoStep: true, handler: codes}}]
         """.utf8
@@ -171,6 +172,18 @@ if let first = listed.first {
     )
 }
 print("   portal: \(try await portal.result(lost.transactionID).status.rawValue)")
+
+print("\n6. No push at all: the checkout screen shows a QR code, the phone scans it (OTP mobile authentication)")
+let checkout = try await portal.start(PortalMobileAuthRequest(userID: nil, type: "checkout", qrCode: .svg))
+print("   portal: shows a QR code (\(checkout.qrCode?.prefix(26) ?? "")…) of the code \(checkout.otp?.prefix(12) ?? "")…")
+let scanned = checkout.otp ?? ""
+print("   phone: can handle the scanned text: \(phone.canHandleOTPMobileAuthRequest(otp: scanned))")
+await phone.handleOTPMobileAuthRequest(otp: scanned, delegate: Phone(typedNumber: { _ in .accept }, pin: "258147"))
+let paid = try await portal.result(checkout.transactionID)
+print(
+    "   portal: \(paid.status.rawValue)" + (paid.authenticationMethod.map { " with \($0)" } ?? "")
+        + " by \(paid.userID ?? "nobody"), who scanned it"
+)
 print("\nDone.")
 
 /// Answers registration and login challenges for the example's user.

@@ -123,7 +123,7 @@ struct DeviceCommands: AsyncParsableCommand {
                 let result = await client.handleOTPMobileAuthRequest(
                     otp: code,
                     profile: chosen,
-                    delegate: TerminalMobileAuthDelegate()
+                    delegate: TerminalMobileAuthDelegate(announces: true)
                 )
                 switch result {
                 case .approved: CommandSupport.output("Approved.")
@@ -155,8 +155,17 @@ struct DeviceCommands: AsyncParsableCommand {
 
 /// Asks the terminal's user about a mobile authentication request.
 struct TerminalMobileAuthDelegate: MobileAuthRequestDelegate {
+    /// Say the request's message first: a scanned code's request was not announced by a push,
+    /// and the user must see what they approve (and from where) before anything else.
+    var announces = false
+
+    private func announce(_ request: MobileAuthRequest) {
+        if announces { Terminal.say("Request: \(request.message)") }
+    }
+
     func confirmation(_ challenge: MobileAuthConfirmationChallenge) -> MobileAuthConfirmationResponse {
         let request = challenge.request
+        announce(request)
         if let secure = request.secureMessage { Terminal.say(secure) }
         if let signing = request.signingData { Terminal.say("You sign: \(signing)") }
         if request.numberMatching {
@@ -175,20 +184,24 @@ struct TerminalMobileAuthDelegate: MobileAuthRequestDelegate {
     }
 
     func pin(_ challenge: PinChallenge, for request: MobileAuthRequest) -> PinResponse {
+        // Once: the PIN is asked again after a wrong one, and a number to match came first.
+        if challenge.previousFailureCount == 0, !request.numberMatching { announce(request) }
         if let secure = request.secureMessage { Terminal.say(secure) }
         if let signing = request.signingData { Terminal.say("You sign: \(signing)") }
         return TerminalDelegate().pin(challenge)
     }
 
     func biometric(_ challenge: BiometricChallenge, for request: MobileAuthRequest) -> BiometricResponse {
-        TerminalDelegate().biometric(challenge)
+        if !request.numberMatching { announce(request) }
+        return TerminalDelegate().biometric(challenge)
     }
 
     func customAuthenticator(
         _ challenge: CustomAuthenticatorChallenge,
         for request: MobileAuthRequest
     ) -> CustomAuthenticatorResponse {
-        TerminalDelegate().customAuthenticator(challenge)
+        if !request.numberMatching { announce(request) }
+        return TerminalDelegate().customAuthenticator(challenge)
     }
 }
 
