@@ -405,7 +405,7 @@ let package = Package(
                 "GatehouseLogin", "GatehouseKernel", "GatehouseProtocol", "GatehouseTesting", "GatehouseServer",
                 "GatehousePostgresTestSupport", "GatehouseOpenID", .product(name: "Logging", package: "swift-log"),
                 // Phone sign-in's device side (the SDK), and passkeys' software authenticator.
-                "GatehouseClient", "GatehousePlugins", "GatehouseYAML",
+                "GatehouseClient", "GatehousePlugins", "GatehouseYAML", "BrowserIdentityProvider",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

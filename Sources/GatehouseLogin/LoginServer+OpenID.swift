@@ -48,7 +48,10 @@ extension LoginServer {
         document.codeChallengeMethodsSupported = ["S256"]
         document.responseModesSupported = ["query"]
         document.promptValuesSupported = ["none", "login", "consent"]
-        document.acrValuesSupported = Self.offeredACRs(configuration)
+        // Passkeys configured on an IP address are never offered (browsers refuse the RP id).
+        document.acrValuesSupported = Self.offeredACRs(configuration).filter {
+            $0 != Self.passkeyACR || webAuthnRelyingParty != nil
+        }
         document.backchannelLogoutSupported = true
         document.backchannelLogoutSessionSupported = true
         document.authorizationResponseIssParameterSupported = true

@@ -108,12 +108,12 @@ extension LoginServer {
         guard let reference = try? WebAuthnRelyingParty.assertionReference(json),
             let stored = try await store.passkey(Data(reference.credentialID))
         else { return again("This passkey is not registered here.") }
-        // A discoverable credential names its user: it must be the credential's owner.
-        if let handle = reference.userHandle {
-            guard let owner = try await store.existingUserHandle(for: stored.subject),
-                ConstantTime.equals(owner, Data(handle))
-            else { return again("This passkey is not registered here.") }
-        }
+        // The page named no user before the ceremony, so the discoverable credential must name
+        // its user, and that user must own it (WebAuthn §7.2 step 6).
+        guard let handle = reference.userHandle,
+            let owner = try await store.existingUserHandle(for: stored.subject),
+            ConstantTime.equals(owner, Data(handle))
+        else { return again("This passkey is not registered here.") }
         let party = try relyingParty()
         var verified: AuthenticationResult?
         var failure: WebAuthnError?

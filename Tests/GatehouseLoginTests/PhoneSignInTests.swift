@@ -1,0 +1,278 @@
+import Foundation
+import GatehouseClient
+import GatehouseKernel
+import GatehouseLogin
+import GatehouseOpenID
+import GatehouseProtocol
+import GatehouseTesting
+import Testing
+
+@Suite("Hosted login: signing in with an enrolled phone", .serialized)
+struct PhoneSignInTests {
+    @Test("a push with number matching: the right number approves; the page completes with acr phone, amr swk")
+    func pushApproved() async throws {
+        try await withPhoneLogin { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            var tab = Tab(phone.login)
+            let request = AuthRequest.web()
+            #expect(await tab.open(request).status == 200)
+            #expect(tab.has("sign-in") && tab.has("push") && tab.has("qr") && !tab.has("passkey"))
+            let waiting = await tab.push(OP.ann)
+            #expect(waiting.status == 200 && tab.html.contains("Approve on your phone"))
+            let number = try #require(tab.number)
+            #expect((10...99).contains(number))
+            #expect(await tab.phoneStatus() == "pending")
+            // Completing before the phone answered keeps the page waiting.
+            var early = tab
+            #expect(await early.complete().status == 409)
+
+            let pending = try await device.waiting()
+            #expect(pending.message == "Sign in to Web Shop?")
+            let script = ScriptedResponder([.confirmation(.accept(number: number))])
+            let result = await device.client.handlePushMobileAuthRequest(pending, delegate: script)
+            #expect(result.isApproved)
+            let asked = await script.received
+            guard case .confirmation(let challenge)? = asked.first else {
+                Issue.record("the phone was not asked to confirm: \(asked.map(\.kind))")
+                return
+            }
+            #expect(challenge.request.numberMatching)
+            #expect(await tab.phoneStatus() == "approved")
+            let token = try await idToken(phone.op, await tab.complete(), request)
+            #expect(token.claims.sub == OP.ann)
+            #expect(token.claims.acr == ACR.phone)
+            #expect(token.claims.amr == ["swk"])
+            #expect(tab.jar["gh_sso"] != nil)
+        }
+    }
+
+    @Test("a wrong number on the phone denies: the status says denied and the page shows the login page again")
+    func wrongNumberDenies() async throws {
+        try await withPhoneLogin { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            var tab = Tab(phone.login)
+            _ = await tab.open(.web())
+            _ = await tab.push(OP.ann)
+            let number = try #require(tab.number)
+            let wrong = number == 99 ? 10 : number + 1
+            let result = try await device.answer([.confirmation(.accept(number: wrong))])
+            #expect(!result.isApproved)
+            #expect(await tab.phoneStatus() == "denied")
+            let denied = await tab.complete()
+            #expect(denied.status == 401 && tab.alert?.contains("denied") == true)
+            #expect(tab.has("sign-in") && tab.has("push") && tab.jar["gh_sso"] == nil)
+            // The approval is gone with the page's wait: completing again finds nothing.
+            var again = tab
+            #expect(await again.complete().status == 400)
+        }
+    }
+
+    @Test("the phone's deny shows the login page with the denial; the status answers denied")
+    func deniedOnThePhone() async throws {
+        try await withPhoneLogin { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            var tab = Tab(phone.login)
+            _ = await tab.open(.web())
+            _ = await tab.push(OP.ann)
+            let result = try await device.answer([.confirmation(.deny(.notRecognised))])
+            guard case .denied = result else {
+                Issue.record("the phone's answer was not recorded as a denial: \(result)")
+                return
+            }
+            #expect(await tab.phoneStatus() == "denied")
+            #expect(await tab.complete().status == 401)
+            #expect(tab.alert == "The sign-in was denied on the phone.")
+            #expect(tab.has("sign-in") && tab.jar["gh_sso"] == nil)
+        }
+    }
+
+    @Test("a push type asking the PIN: number, then PIN; amr swk pin mfa")
+    func pushWithPIN() async throws {
+        try await withPhoneLogin(pushType: "login-pin") { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            var tab = Tab(phone.login)
+            let request = AuthRequest.web()
+            _ = await tab.open(request)
+            _ = await tab.push(OP.ann)
+            let number = try #require(tab.number)
+            let script = ScriptedResponder([.confirmation(.accept(number: number)), .pin(PhoneLogin.pin)])
+            let result = await device.client.handlePushMobileAuthRequest(try await device.waiting(), delegate: script)
+            #expect(result.isApproved)
+            #expect(await script.receivedKinds == ["confirmation", "pin"])
+            let token = try await idToken(phone.op, await tab.complete(), request)
+            #expect(token.claims.acr == ACR.phone && token.claims.amr == ["swk", "pin", "mfa"])
+            #expect(token.claims.sub == OP.ann)
+        }
+    }
+
+    @Test("a QR code on the page: whoever's phone scans and approves it is signed in; the code works once")
+    func qrCode() async throws {
+        try await withPhoneLogin { phone in
+            let device = try await phone.device("bob-phone", of: OP.bob)
+            var tab = Tab(phone.login)
+            let request = AuthRequest.web()
+            _ = await tab.open(request)
+            let page = await tab.qrCode()
+            #expect(page.status == 200 && tab.html.contains("Scan with your phone"))
+            #expect(tab.html.contains("<svg") && tab.has("qr-code") && tab.number == nil)
+            let otp = try #require(tab.text(of: "otp"))
+            #expect(device.client.canHandleOTPMobileAuthRequest(otp: otp))
+            #expect(await tab.phoneStatus() == "pending")
+            #expect(await device.scan(otp, [.confirmation(.accept)]).isApproved)
+            #expect(await tab.phoneStatus() == "approved")
+            let token = try await idToken(phone.op, await tab.complete(), request)
+            #expect(token.claims.sub == OP.bob && token.claims.acr == ACR.phone && token.claims.amr == ["swk"])
+            // Scanned again: the transaction was claimed.
+            #expect(!(await device.scan(otp, [.confirmation(.accept)]).isApproved))
+        }
+    }
+
+    @Test("the status needs the page's cookie (404 without) and answers pending, approved, denied and expired")
+    func status() async throws {
+        try await withPhoneLogin { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            var tab = Tab(phone.login)
+            _ = await tab.open(.web())
+            _ = await tab.qrCode()
+            #expect(await tab.phoneStatus() == "pending")
+            let id = FormFields.encode([("authorization", tab.hidden["authorization"] ?? "")])
+            let anonymous = await tab.fetch(LoginServer.phoneStatusPath + "?" + id, withCookies: false)
+            #expect(anonymous.status == 404 && jsonObject(anonymous)["status"] == nil)
+            // Another browser's cookie does not open this page's status.
+            var other = Tab(phone.login)
+            _ = await other.open(.web())
+            let borrowed = await other.fetch(LoginServer.phoneStatusPath + "?" + id)
+            #expect(borrowed.status == 404)
+            // A page with no phone sign-in started.
+            #expect(await other.phoneStatus() == nil)
+            #expect(await tab.fetch(LoginServer.phoneStatusPath + "?authorization=unknown").status == 404)
+
+            // Denied, then expired.
+            _ = await other.qrCode()
+            let otp = try #require(other.text(of: "otp"))
+            #expect(!(await device.scan(otp, [.confirmation(.deny(.notAccepted))]).isApproved))
+            #expect(await other.phoneStatus() == "denied")
+            phone.clock.advance(by: 121)
+            #expect(await tab.phoneStatus() == "expired")
+            #expect(await tab.complete().status == 401 && tab.alert?.contains("expired") == true)
+        }
+    }
+
+    @Test("two completions of one approval at once: exactly one code")
+    func completionRace() async throws {
+        try await withPhoneLogin { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            for _ in 0..<3 {
+                var tab = Tab(phone.login)
+                let request = AuthRequest.web()
+                _ = await tab.open(request)
+                _ = await tab.push(OP.ann)
+                let number = try #require(tab.number)
+                #expect(try await device.answer([.confirmation(.accept(number: number))]).isApproved)
+                let completion = tab.formRequest(LoginServer.phoneCompletePath, tab.pageForm)
+                async let first = phone.login.handle(completion)
+                async let second = phone.login.handle(completion)
+                let answers = await [first, second]
+                let codes = answers.compactMap { redirectQuery($0)["code"] }
+                #expect(codes.count == 1, "\(answers.map(\.status))")
+                #expect(answers.map(\.status).sorted() == [303, 400])
+                if let winner = answers.first(where: { $0.status == 303 }) {
+                    let token = try await idToken(phone.op, winner, request)
+                    #expect(token.claims.acr == ACR.phone)
+                }
+            }
+        }
+    }
+
+    @Test("an unknown user, or one without a phone, gets a decoy: the same waiting page, never approved")
+    func decoy() async throws {
+        try await withPhoneLogin { phone in
+            _ = try await phone.device("ann-phone", of: OP.ann)
+            var real = Tab(phone.login)
+            _ = await real.open(.web())
+            let realPage = await real.push(OP.ann)
+            for username in ["nobody@example.com", OP.bob] {
+                var tab = Tab(phone.login)
+                _ = await tab.open(.web())
+                let page = await tab.push(username)
+                #expect(page.status == realPage.status)
+                #expect(page.headers == realPage.headers)
+                let number = try #require(tab.number)
+                #expect((10...99).contains(number))
+                #expect(Self.shape(tab.html) == Self.shape(real.html), "\(username)")
+                #expect(await tab.phoneStatus() == "pending")
+                // Waiting "on the phone" like a real push: a second push is refused the same way.
+                var second = Tab(phone.login)
+                _ = await second.open(.web())
+                #expect(await second.push(username).status == 429)
+                var early = tab
+                #expect(await early.complete().status == 409)
+            }
+            // Nobody can approve a decoy: it expires like an unanswered push.
+            var decoyTab = Tab(phone.login)
+            _ = await decoyTab.open(.web())
+            _ = await decoyTab.push("carol@example.com")
+            phone.clock.advance(by: 121)
+            #expect(await decoyTab.phoneStatus() == "expired")
+            #expect(await real.phoneStatus() == "expired")
+            #expect(await decoyTab.complete().status == 401 && decoyTab.jar["gh_sso"] == nil)
+        }
+    }
+
+    /// The page with what differs between two waits (ids, tokens, the number, the seconds) blanked.
+    static func shape(_ html: String) -> String {
+        html.replacing(#/value="[^"]*"/#, with: "value=\"\"")
+            .replacing(#/authorization=[A-Za-z0-9_-]+/#, with: "authorization=")
+            .replacing(#/>[0-9]{2}</#, with: "><")
+            .replacing(#/at most [0-9]+ seconds/#, with: "at most seconds")
+    }
+
+    @Test("push fatigue: one waiting push per user (429), then the per-user burst (429)")
+    func pushFatigue() async throws {
+        try await withPhoneLogin(pushesPerUser: 3) { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            var first = Tab(phone.login)
+            _ = await first.open(.web())
+            _ = await first.push(OP.ann)
+            var second = Tab(phone.login)
+            _ = await second.open(.web())
+            let refused = await second.push(OP.ann)
+            #expect(refused.status == 429 && second.alert?.contains("waiting on your phone already") == true)
+            #expect(try await device.client.pendingPushMobileAuthRequests().count == 1)
+            // Answered, the next push may go: up to the burst.
+            try await device.answer([.confirmation(.deny(.notAccepted))])
+            #expect(await second.push(OP.ann).status == 200)
+            try await device.answer([.confirmation(.deny(.notAccepted))])
+            var third = Tab(phone.login)
+            _ = await third.open(.web())
+            #expect(await third.push(OP.ann).status == 200)
+            try await device.answer([.confirmation(.deny(.notAccepted))])
+            var fourth = Tab(phone.login)
+            _ = await fourth.open(.web())
+            let burst = await fourth.push(OP.ann)
+            #expect(burst.status == 429 && fourth.alert?.contains("Too many sign-in requests") == true)
+            #expect(try await device.client.pendingPushMobileAuthRequests().isEmpty)
+            // Other users are not held back; a minute later one more push may go.
+            #expect(await fourth.push(OP.bob).status == 200)
+            phone.clock.advance(by: 61)
+            var later = Tab(phone.login)
+            _ = await later.open(.web())
+            #expect(await later.push(OP.ann).status == 200)
+        }
+    }
+
+    @Test("QR codes are limited per address (429)")
+    func qrCodesPerAddress() async throws {
+        try await withPhoneLogin(qrCodesPerMinute: 2) { phone in
+            var tab = Tab(phone.login, address: "203.0.113.50")
+            _ = await tab.open(.web())
+            let form = tab.pageForm
+            for _ in 0..<2 { #expect(await tab.post(LoginServer.qrPath, form).status == 200) }
+            let limited = await tab.post(LoginServer.qrPath, form)
+            #expect(limited.status == 429 && limited.headers["Retry-After"] != nil)
+            var elsewhere = Tab(phone.login, address: "198.51.100.50")
+            _ = await elsewhere.open(.web())
+            #expect(await elsewhere.qrCode().status == 200)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+../../GatehouseWebAuthnTests/Support/CBOREncoding.swift
