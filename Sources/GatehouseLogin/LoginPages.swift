@@ -159,21 +159,27 @@ enum LoginPages {
         {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}{{#notice}}<p class="notice" role="status">{{notice}}</p>{{/notice}}
         <ul class="passkeys" id="passkey-list">
         {{#passkeys}}<li><span><strong>{{name}}</strong><br><small>Added {{created}}{{#used}} · last used {{used}}{{/used}}{{#synced}} · synced{{/synced}}</small></span>
-          <form method="post" action="{{action}}">
+          {{#manage}}<form method="post" action="{{action}}">
             <input type="hidden" name="csrf" value="{{csrf}}">
             <input type="hidden" name="remove" value="{{id}}">
             <button type="submit" class="secondary small">Remove</button>
-          </form></li>
+          </form>{{/manage}}</li>
         {{/passkeys}}{{^passkeys}}<li class="empty">No passkeys yet.</li>{{/passkeys}}
         </ul>
-        <form id="passkey-register" method="post" action="{{action}}" data-options="{{options}}">
+        {{#manage}}<form id="passkey-register" method="post" action="{{action}}" data-options="{{options}}">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <input type="hidden" name="credential" id="passkey-credential">
           <label for="passkey-name">Name of the new passkey</label>
           <input id="passkey-name" name="name" type="text" maxlength="64" value="Passkey" required>
           <button type="button" id="passkey-add">Add a passkey</button>
         </form>
-        <script src="{{script}}" defer></script>
+        {{/manage}}{{#confirm}}<p class="lead">To add or remove passkeys, confirm with one of yours first.</p>
+        <form id="passkey-form" method="post" action="{{action}}" data-options="{{options}}">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="credential" id="passkey-credential">
+          <button type="button" id="passkey">Confirm with a passkey</button>
+        </form>
+        {{/confirm}}        <script src="{{script}}" defer></script>
         """
 
     static let notice = """

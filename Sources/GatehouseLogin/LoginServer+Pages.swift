@@ -315,7 +315,7 @@ extension LoginServer {
     }
 
     func consent(_ request: WireRequest) async throws -> WireResponse {
-        let (fields, authorization, _) = try await submittedForm(request)
+        let (fields, authorization, client) = try await submittedForm(request)
         let id = fields["authorization"] ?? ""
         guard let (_, subject) = try await store.authorization(id, csrf: fields["csrf"] ?? "", now: now),
             let subject
@@ -325,6 +325,11 @@ extension LoginServer {
             // The session the user signed in with on the way here, in this browser.
             guard let session = try await browserSession(request), session.subject == subject else {
                 throw LoginError("Your sign-in ended meanwhile. Start again in the app.")
+            }
+            // The session may have changed since the page (another sign-in in this browser): it
+            // must still be one the request accepts.
+            guard authorization.acrValues.isEmpty || authorization.acrValues.contains(session.acr) else {
+                throw LoginError("\(client.name) asks for another way of signing in. Start again in the app.")
             }
             try await store.grantConsent(
                 subject: subject,

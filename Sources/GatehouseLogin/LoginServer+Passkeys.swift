@@ -103,17 +103,44 @@ extension LoginServer {
         guard let credential = fields["credential"], !credential.isEmpty,
             credential.utf8.count <= WebAuthnRelyingParty.maximumResponseSize
         else { return again("The browser sent no passkey. Try again.") }
-        let json = Array(credential.utf8)
         let challenges = try await store.takeChallenges(purpose: "signin", subject: nil, authorization: id, now: now)
+        guard let stored = try await verifiedPasskey(credential, challenges: challenges) else {
+            return again("The passkey could not sign you in. Try again.")
+        }
+        logger.info("Signed in with a passkey", metadata: ["client": "\(client.id)"])
+        return try await signedIn(
+            request,
+            subject: stored.subject,
+            amr: Self.passkeyAMR(stored),
+            acr: Self.passkeyACR,
+            client: client,
+            authorization: authorization,
+            id: id,
+            csrf: csrf
+        )
+    }
+
+    /// `amr` of a passkey sign-in (RFC 8176): `hwk` only for a device-bound key whose
+    /// authenticator attested it (packed); without attestation nothing shows the key is in
+    /// hardware, and a synced key is a software key by definition.
+    static func passkeyAMR(_ passkey: LoginStore.Passkey) -> [String] {
+        [passkey.attestationFormat == "packed" && !passkey.backupEligible ? "hwk" : "swk", "user", "mfa"]
+    }
+
+    /// The passkey an assertion (the browser's JSON) proves, checked against one of the
+    /// ceremony's `challenges`; its counter and backup state are stored. Nil when anything is
+    /// wrong (the reason is logged, not told).
+    func verifiedPasskey(_ credential: String, challenges: [Data]) async throws -> LoginStore.Passkey? {
+        let json = Array(credential.utf8)
         guard let reference = try? WebAuthnRelyingParty.assertionReference(json),
             let stored = try await store.passkey(Data(reference.credentialID))
-        else { return again("This passkey is not registered here.") }
-        // The page named no user before the ceremony, so the discoverable credential must name
-        // its user, and that user must own it (WebAuthn §7.2 step 6).
+        else { return nil }
+        // No user was named before the ceremony, so the discoverable credential must name its
+        // user, and that user must own it (WebAuthn §7.2 step 6).
         guard let handle = reference.userHandle,
             let owner = try await store.existingUserHandle(for: stored.subject),
             ConstantTime.equals(owner, Data(handle))
-        else { return again("This passkey is not registered here.") }
+        else { return nil }
         let party = try relyingParty()
         var verified: AuthenticationResult?
         var failure: WebAuthnError?
@@ -139,7 +166,7 @@ extension LoginServer {
                 "Passkey sign-in refused",
                 metadata: ["reason": "\(failure.map { String(describing: $0) } ?? "no open challenge")"]
             )
-            return again("The passkey could not sign you in. Try again.")
+            return nil
         }
         // The counter moves from what was read; a racing sign-in with a copy of the key loses.
         guard
@@ -150,37 +177,32 @@ extension LoginServer {
                 backedUp: verified.backedUp,
                 now: now
             )
-        else { return again("The passkey could not sign you in. Try again.") }
-        logger.info("Signed in with a passkey", metadata: ["client": "\(client.id)"])
-        return try await signedIn(
-            request,
-            subject: stored.subject,
-            // A synced passkey is a software key; a device-bound one a hardware key (RFC 8176).
-            amr: [stored.backupEligible ? "swk" : "hwk", "user", "mfa"],
-            acr: Self.passkeyACR,
-            client: client,
-            authorization: authorization,
-            id: id,
-            csrf: csrf
-        )
+        else { return nil }
+        return stored
     }
 
     // MARK: - The passkeys page
 
     func passkeysPage(_ request: WireRequest) async throws -> WireResponse {
         _ = try relyingParty()
-        let csrf = Data.random(count: 24).base64URLEncodedString
+        let csrf = try await accountToken()
         guard let session = try await accountSession(request) else {
             return accountSignInPage(csrf: csrf, status: 200)
         }
-        return try await passkeysList(session.subject, csrf: csrf, status: 200)
+        return try await passkeysList(
+            session.subject,
+            csrf: csrf,
+            status: 200,
+            mayManage: try await mayManagePasskeys(session)
+        )
     }
 
     private func accountSignInPage(csrf: String, status: Int, error: String? = nil) -> WireResponse {
         var values: [String: Any] = [
             "client": "your passkeys (signing in again if it was a while ago)", "authorization": "", "csrf": csrf,
-            "action": Self.passkeysPath,
-            "password": true, "identifier": true, "username": "",
+            "action": Self.passkeysPath, "password": true, "identifier": true, "username": "",
+            "passkey": ["options": Self.passkeyRegistrationOptionsPath, "action": Self.passkeysPath],
+            "script": Self.scriptPath,
         ]
         if let error { values["error"] = error }
         return page(
@@ -188,14 +210,34 @@ extension LoginServer {
             "Sign in",
             template: "login",
             values,
+            scripts: true,
             headers: ["Set-Cookie": accountCookie(csrf)]
         )
+    }
+
+    /// Whether the session may add or remove passkeys: one signed in with a passkey or a phone
+    /// may; a password alone only while the user has neither (their first strong factor), so a
+    /// stolen password cannot plant a passkey beside theirs and claim its `acr`.
+    private func mayManagePasskeys(_ session: LoginSession) async throws -> Bool {
+        if [Self.passkeyACR, Self.phoneACR].contains(session.acr) { return true }
+        guard try await store.passkeys(of: session.subject).isEmpty else { return false }
+        guard let phone = phone.withLock({ $0 }) else { return true }
+        return try await !phone.hasEnrolledDevice(
+            session.subject,
+            identityProviders: directoryIdentityProviders.sorted()
+        )
+    }
+
+    /// The account page's passkey sign-in: its challenges belong to the page's CSRF token.
+    private static func accountCeremony(_ csrf: String) -> String {
+        "account:" + String(csrf.prefix(24))
     }
 
     private func passkeysList(
         _ subject: String,
         csrf: String,
         status: Int,
+        mayManage: Bool = true,
         error: String? = nil,
         notice: String? = nil
     ) async throws -> WireResponse {
@@ -220,6 +262,8 @@ extension LoginServer {
         ]
         if let error { values["error"] = error }
         if let notice { values["notice"] = notice }
+        // Mustache sections: the add form and remove buttons, or the passkey that confirms first.
+        if mayManage { values["manage"] = true } else { values["confirm"] = true }
         return page(
             status,
             "Your passkeys",
@@ -236,22 +280,63 @@ extension LoginServer {
             + (secureCookies ? "; Secure" : "")
     }
 
-    /// The passkeys page's form, its CSRF token matching the page's cookie.
-    private func accountForm(_ request: WireRequest) throws -> FormFields {
+    /// The passkeys page's form, its CSRF token matching the page's cookie and made by this
+    /// server (a cookie another host of the site plants with a token of its own is refused).
+    private func accountForm(_ request: WireRequest) async throws -> FormFields {
         guard
             request.header("Content-Type")?.lowercased().split(separator: ";").first
                 == "application/x-www-form-urlencoded",
             request.body.count <= 96 * 1024, let fields = FormFields(body: request.body),
             let csrf = fields["csrf"], !csrf.isEmpty,
-            cookie(Self.accountCookie, in: request).map({ ConstantTime.equals($0, csrf) }) == true
+            cookie(Self.accountCookie, in: request).map({ ConstantTime.equals($0, csrf) }) == true,
+            try await isAccountToken(csrf)
         else { throw LoginError("This page expired or was not sent from this site. Open it again.") }
         return fields
     }
 
+    /// A token for the passkeys page's forms: a random part and its HMAC under a secret every
+    /// instance shares.
+    private func accountToken() async throws -> String {
+        let random = Data.random(count: 18).base64URLEncodedString
+        return random + "." + (try await accountTokenMAC(random))
+    }
+
+    private func isAccountToken(_ token: String) async throws -> Bool {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].utf8.count == 24 else { return false }
+        return ConstantTime.equals(String(parts[1]), try await accountTokenMAC(String(parts[0])))
+    }
+
+    private func accountTokenMAC(_ random: String) async throws -> String {
+        let key = SymmetricKey(data: try await store.secret("account-forms"))
+        return Data(HMAC<SHA256>.authenticationCode(for: Data(random.utf8), using: key)).base64URLEncodedString
+    }
+
     func passkeyRegistrationOptions(_ request: WireRequest) async throws -> WireResponse {
-        _ = try accountForm(request)
-        guard let session = try await accountSession(request) else {
-            return json(401, ["error": "login_required", "error_description": "Sign in again first."])
+        let fields = try await accountForm(request)
+        // Without a session that may add one, the page signs in with a passkey instead.
+        guard let session = try await accountSession(request), try await mayManagePasskeys(session) else {
+            if let seconds = passkeyLimiter.retryAfter(forAddress: request.clientAddress, now: now) {
+                return json(
+                    429,
+                    ["error": "slow_down", "error_description": "Too many passkey attempts."],
+                    headers: ["Retry-After": String(seconds)]
+                )
+            }
+            let challenge = Data.random(count: 32)
+            try await store.keepChallenge(
+                challenge,
+                purpose: "signin",
+                subject: nil,
+                authorization: Self.accountCeremony(fields["csrf"] ?? ""),
+                expiresAt: now + Self.ceremonyLifetime,
+                now: now
+            )
+            let options = try relyingParty().requestOptions(
+                challenge: Array(challenge),
+                timeout: .seconds(Int(Self.ceremonyLifetime))
+            )
+            return json(200, ["publicKey": options])
         }
         let party = try relyingParty()
         let challenge = Data.random(count: 32)
@@ -275,10 +360,34 @@ extension LoginServer {
 
     func passkeysForm(_ request: WireRequest) async throws -> WireResponse {
         _ = try relyingParty()
-        let fields = try accountForm(request)
+        let fields = try await accountForm(request)
         let csrf = fields["csrf"] ?? ""
-        guard let session = try await accountSession(request) else {
-            // Not signed in (recently): the form is the page's password sign-in.
+        let signingIn = fields["credential"] != nil && fields["name"] == nil
+        guard let session = try await accountSession(request), !signingIn else {
+            // Not signed in (recently), or confirming with a passkey: the page's sign-in.
+            if signingIn {
+                if let refusal = limited(request, by: passkeyLimiter) { return refusal }
+                let challenges = try await store.takeChallenges(
+                    purpose: "signin",
+                    subject: nil,
+                    authorization: Self.accountCeremony(csrf),
+                    now: now
+                )
+                guard let credential = fields["credential"],
+                    credential.utf8.count <= WebAuthnRelyingParty.maximumResponseSize,
+                    let passkey = try await verifiedPasskey(credential, challenges: challenges)
+                else { return accountSignInPage(csrf: csrf, status: 401, error: "The passkey could not sign you in.") }
+                let (_, sessionCookie) = try await beginBrowserSession(
+                    replacing: request,
+                    subject: passkey.subject,
+                    amr: Self.passkeyAMR(passkey),
+                    acr: Self.passkeyACR
+                )
+                var response = try await passkeysList(passkey.subject, csrf: csrf, status: 200, mayManage: true)
+                response.headers["Set-Cookie"] = [response.headers["Set-Cookie"], sessionCookie].compactMap { $0 }
+                    .joined(separator: "\n")
+                return response
+            }
             if let refusal = limited(request, by: passwordLimiter) { return refusal }
             guard let username = fields["username"], let password = fields["password"], !username.isEmpty,
                 username.utf8.count <= 254, password.utf8.count <= 1024
@@ -289,16 +398,31 @@ extension LoginServer {
             case .right: break
             }
             let subject = LoginStore.normalized(username)
-            let (_, sessionCookie) = try await beginBrowserSession(
+            let (session, sessionCookie) = try await beginBrowserSession(
                 replacing: request,
                 subject: subject,
                 amr: ["pwd"],
                 acr: Self.passwordACR
             )
-            var response = try await passkeysList(subject, csrf: csrf, status: 200)
+            var response = try await passkeysList(
+                subject,
+                csrf: csrf,
+                status: 200,
+                mayManage: try await mayManagePasskeys(session)
+            )
             response.headers["Set-Cookie"] = [response.headers["Set-Cookie"], sessionCookie].compactMap { $0 }
                 .joined(separator: "\n")
             return response
+        }
+        // Changing passkeys needs a session that may (below: their first factor, or a strong one).
+        guard try await mayManagePasskeys(session) else {
+            return try await passkeysList(
+                session.subject,
+                csrf: csrf,
+                status: 403,
+                mayManage: false,
+                error: "Confirm with one of your passkeys before changing them (or sign in with your phone)."
+            )
         }
         if let removing = fields["remove"] {
             guard let id = Data(base64URLEncoded: removing),
@@ -393,10 +517,12 @@ extension LoginServer {
                 "attestation": "\(registered.attestationFormat.rawValue)",
             ]
         )
+        // A password session that added the first passkey may not change them any more.
         return try await passkeysList(
             session.subject,
             csrf: csrf,
             status: 200,
+            mayManage: try await mayManagePasskeys(session),
             notice: "The passkey “\(name)” was added."
         )
     }

@@ -42,6 +42,9 @@ extension LoginServer: PhoneSignInExtension {
     // MARK: - Starting
 
     func startPushSignIn(_ request: WireRequest) async throws -> WireResponse {
+        // Each push names a username, as a password does: counted with the password checks, per
+        // client address, before anything is read.
+        if let refusal = limited(request, by: passwordLimiter) { return refusal }
         let (fields, authorization, client) = try await submittedForm(request)
         let id = fields["authorization"] ?? ""
         let csrf = fields["csrf"] ?? ""
@@ -107,17 +110,20 @@ extension LoginServer: PhoneSignInExtension {
             )
             logger.info("Phone sign-in pushed", metadata: ["client": "\(client.id)"])
         } catch PhoneSignIn.Refusal.noEnrolledDevice {
+            // As long as a real push would wait.
+            let lifetime = try phoneSignIn().timeToLive(type: type) ?? 120
             record = .init(
                 kind: "decoy",
                 transactionID: Data.random(count: 24).base64URLEncodedString,
                 username: username,
                 number: Int.random(in: 10...99),
-                expiresAt: now + 120
+                expiresAt: now + Double(lifetime)
             )
         } catch PhoneSignIn.Refusal.alreadyPending(let until) {
             return tooManyPushes(waitingUntil: until)
         }
         try await store.startPhoneSignIn(record, authorization: id, now: now)
+        try await store.pushWaits(record, username: username, now: now)
         return waitingPage(client, id: id, csrf: csrf, authorization, record: record, qrCode: nil)
     }
 

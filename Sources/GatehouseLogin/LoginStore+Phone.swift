@@ -60,17 +60,39 @@ extension LoginStore {
         }
     }
 
-    /// The latest push or decoy still waiting for `username`, from any page.
+    /// The push (or decoy) still waiting for `username`, from any page: kept apart from the
+    /// pages, so what a page does next (a QR code, another push) cannot make a decoy's wait end
+    /// sooner than a real one's.
     public func waitingPush(username: String, now: Double) async throws -> PhoneSignInRecord? {
         try await storage.read { db in
             try SQLRow.fetchOne(
                 db,
-                sql: """
-                    SELECT * FROM login_phone_signins WHERE username = ? AND kind IN ('push', 'decoy')
-                    AND expires_at > ? ORDER BY expires_at DESC LIMIT 1
-                    """,
+                sql: "SELECT * FROM login_push_waits WHERE username = ? AND expires_at > ?",
                 arguments: [username, now]
-            ).map(Self.record)
+            ).map { row in
+                PhoneSignInRecord(
+                    kind: row["kind"],
+                    transactionID: row["transaction_id"],
+                    username: username,
+                    number: nil,
+                    expiresAt: row["expires_at"]
+                )
+            }
+        }
+    }
+
+    /// Records the push (or decoy) now waiting for `username`.
+    public func pushWaits(_ record: PhoneSignInRecord, username: String, now: Double) async throws {
+        try await storage.write { db in
+            try db.execute(sql: "DELETE FROM login_push_waits WHERE expires_at < ?", arguments: [now])
+            try db.execute(
+                sql: """
+                    INSERT INTO login_push_waits (username, kind, transaction_id, expires_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (username) DO UPDATE SET kind = excluded.kind,
+                        transaction_id = excluded.transaction_id, expires_at = excluded.expires_at
+                    """,
+                arguments: [username, record.kind, record.transactionID, record.expiresAt]
+            )
         }
     }
 

@@ -189,6 +189,10 @@ extension LoginStore {
                     """,
                     "CREATE INDEX login_phone_signins_expires_at ON login_phone_signins (expires_at)",
                     """
+                    CREATE TABLE login_push_waits (username TEXT NOT NULL PRIMARY KEY, kind TEXT NOT NULL,
+                        transaction_id TEXT NOT NULL, expires_at DOUBLE NOT NULL)
+                    """,
+                    """
                     CREATE TABLE login_user_handles (subject TEXT NOT NULL PRIMARY KEY, user_handle BLOB NOT NULL UNIQUE)
                     """,
                     """
@@ -212,6 +216,10 @@ extension LoginStore {
                         expires_at DOUBLE PRECISION NOT NULL)
                     """,
                     "CREATE INDEX login_phone_signins_expires_at ON login_phone_signins (expires_at)",
+                    """
+                    CREATE TABLE login_push_waits (username TEXT NOT NULL PRIMARY KEY, kind TEXT NOT NULL,
+                        transaction_id TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                    """,
                     """
                     CREATE TABLE login_user_handles (subject TEXT NOT NULL PRIMARY KEY, user_handle BYTEA NOT NULL UNIQUE)
                     """,

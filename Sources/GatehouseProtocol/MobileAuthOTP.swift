@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The single-use code of an OTP mobile authentication: what a portal shows (usually as a QR
 /// code) and the app scans, or the user types. As in the seed's SDK it is base64 of a JSON

@@ -64,6 +64,16 @@ public enum PortalQRCodeFormat: String, Codable, Sendable {
     case png
     /// No picture: the portal draws the code itself.
     case none
+
+    /// Reads `svg`, `png` or `none`; anything else is refused by name.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let format = PortalQRCodeFormat(rawValue: text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "one of svg, png, none")
+        }
+        self = format
+    }
 }
 
 /// The answer to `POST /v1/portal/mobile-auth`: the new transaction and who was asked.

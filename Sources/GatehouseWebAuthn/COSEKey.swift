@@ -56,6 +56,11 @@ public struct COSEKey: Sendable, Hashable {
             guard case .bytes(let x)? = item[-2], x.count == 32 else {
                 throw .malformed("an Ed25519 key needs a 32-byte x")
             }
+            // With a key of small order anyone forges signatures (S = 0 and a small-order R
+            // verify for a quarter of all messages); a non-canonical encoding is one of them.
+            guard !Self.isWeakEd25519(x) else {
+                throw .unsupportedKey("a small-order or non-canonical Ed25519 point")
+            }
             do {
                 verifier = .ed25519(try Curve25519.Signing.PublicKey(rawRepresentation: x))
             } catch {
@@ -84,6 +89,29 @@ public struct COSEKey: Sendable, Hashable {
 
     /// Whether `signature` is this key's signature over `data` under ``algorithm``: DER-encoded
     /// ECDSA for ES256, the 64-byte signature for EdDSA, PKCS #1 v1.5 with SHA-256 for RS256.
+    /// The encodings (sign bit cleared) of the Ed25519 points of order 1, 2, 4 and 8.
+    private static let smallOrderEd25519: [[UInt8]] = [
+        [0x01] + [UInt8](repeating: 0, count: 31),
+        [0xEC] + [UInt8](repeating: 0xFF, count: 30) + [0x7F],
+        [UInt8](repeating: 0, count: 32),
+        [
+            0x26, 0xE8, 0x95, 0x8F, 0xC2, 0xB2, 0x27, 0xB0, 0x45, 0xC3, 0xF4, 0x89, 0xF2, 0xEF, 0x98, 0xF0,
+            0xD5, 0xDF, 0xAC, 0x05, 0xD3, 0xC6, 0x33, 0x39, 0xB1, 0x38, 0x02, 0x88, 0x6D, 0x53, 0xFC, 0x05,
+        ],
+        [
+            0xC7, 0x17, 0x6A, 0x70, 0x3D, 0x4D, 0xD8, 0x4F, 0xBA, 0x3C, 0x0B, 0x76, 0x0D, 0x10, 0x67, 0x0F,
+            0x2A, 0x20, 0x53, 0xFA, 0x2C, 0x39, 0xCC, 0xC6, 0x4E, 0xC7, 0xFD, 0x77, 0x92, 0xAC, 0x03, 0x7A,
+        ],
+    ]
+
+    /// Whether `x` encodes y ≥ p (non-canonical) or a point of small order.
+    static func isWeakEd25519(_ x: [UInt8]) -> Bool {
+        var y = x
+        y[31] &= 0x7F
+        let atLeastP = y[0] >= 0xED && y[1..<31].allSatisfy { $0 == 0xFF } && y[31] == 0x7F
+        return atLeastP || smallOrderEd25519.contains(y)
+    }
+
     public func isValidSignature(_ signature: some Collection<UInt8>, for data: some Collection<UInt8>) -> Bool {
         verifier.isValidSignature(Array(signature), for: Array(data))
     }

@@ -59,6 +59,56 @@ struct MobileAuthCommandTests {
         #expect(unknown.errors.withLock { $0 }.contains("no device enrolled"))
     }
 
+    @Test(
+        "portal otp writes the code's QR code as a PNG; device scan of what zbarimg reads approves with the PIN, once"
+    )
+    func scanOTP() async throws {
+        let zbarimg = "/usr/bin/zbarimg"
+        guard FileManager.default.isExecutableFile(atPath: zbarimg) else {
+            Issue.record("zbarimg is missing: run scripts/install-dependencies (it installs zbar-tools)")
+            return
+        }
+        let directory = try scratchDirectory("gatehouse-otp-test")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, url, device, _) = try await enrolledDevice(in: directory)
+        defer { server.process.terminate() }
+
+        let png = directory.appendingPathComponent("code.png")
+        let portal = try Session([
+            "portal", "otp", "--server", url, "--client-secret", "example-portal-secret-change-me", "--type",
+            "payment-qr", "--secure-message", "12.00 EUR to Example Shop, order 1234", "--signing-data",
+            "pay 12.00 EUR order 1234", "--qr-png", png.path,
+        ])
+        defer { if portal.process.isRunning { portal.process.terminate() } }
+        let shown = try await portal.waitFor("QR code written to")
+        let printed = try #require(shown.split(separator: "\n").first { $0.hasPrefix("Code: ") }?.dropFirst(6))
+
+        // What a phone's camera reads from the picture is the code the portal printed.
+        let decoder = try Session(["--raw", "-q", png.path], binary: zbarimg)
+        #expect(try await decoder.finish() == 0, "\(decoder.errors.withLock { $0 })")
+        let code = decoder.output.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(code == String(printed))
+
+        let scan = try Session(["device", "scan", code] + device)
+        _ = try await scan.waitFor("12.00 EUR to Example Shop, order 1234")
+        _ = try await scan.waitFor("PIN (")
+        scan.type("258147")
+        #expect(try await scan.finish() == 0, "\(scan.errors.withLock { $0 })")
+        #expect(scan.output.withLock { $0 }.contains("Approved."))
+        #expect(try await portal.finish() == 0, "\(portal.errors.withLock { $0 })")
+        #expect(
+            portal.output.withLock { $0 }.contains(
+                "Verdict: approved with pin; signature verified; user ann@example.com."
+            )
+        )
+
+        // The code is spent: scanning it again is refused before any PIN is asked.
+        let again = try Session(["device", "scan", code] + device)
+        #expect(try await again.finish() != 0)
+        #expect(again.errors.withLock { $0 }.contains("alreadyHandled 9029"), "\(again.errors.withLock { $0 })")
+        #expect(!again.output.withLock { $0 }.contains("PIN ("))
+    }
+
     @Test("an idle device listen sleeps in the kernel: a handful of wake-ups in 5 s, not thousands")
     func idleListenSleeps() async throws {
         let directory = try scratchDirectory("gatehouse-idle-test")
@@ -90,7 +140,8 @@ struct MobileAuthCommandTests {
         for expected in [
             "portal: approved with confirmation", "phone shows the sealed details: €42.00 to Example Shop",
             "portal: approved with pin, signature verified", "portal: denied (not_recognised)",
-            "gh_transaction_id — ids and the short message only", "Done.",
+            "gh_transaction_id — ids and the short message only",
+            "portal: approved with pin by jane@example.com, who scanned it", "Done.",
         ] {
             #expect(output.contains(expected), "missing: \(expected)")
         }

@@ -261,6 +261,10 @@ struct Fixture {
                   - {name: payment, method: pin, transactionSigning: true}
                   - {name: face, method: biometric, authenticator: face, defaultMessage: "Approve with your face"}
                   - {name: custom, method: custom, authenticator: scripted, defaultMessage: "Approve"}
+                  - {name: login-qr, method: confirmation, delivery: otp, timeToLive: 60, defaultMessage: "Sign in?"}
+                  - {name: payment-qr, method: pin, delivery: otp, transactionSigning: true, defaultMessage: "Pay?"}
+                  - {name: face-qr, method: biometric, delivery: otp, authenticator: face, defaultMessage: "Approve"}
+                  - {name: custom-qr, method: custom, delivery: otp, authenticator: scripted, defaultMessage: "Approve"}
             """
         return """
             server:

@@ -9,6 +9,9 @@ import Testing
 @testable import GatehouseServer
 
 #if canImport(Glibc)
+// `stat` comes through Glibc or CoreFoundation, whichever clang module the compiler loaded
+// first; with member import visibility the file needs both.
+import CoreFoundation
 import Glibc
 #endif
 

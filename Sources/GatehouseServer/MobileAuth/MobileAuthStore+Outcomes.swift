@@ -83,21 +83,6 @@ extension ServerStore {
         }
     }
 
-    /// When the API client's pending transaction for `user` lapses, if it has one.
-    func pendingTransactionExpiry(apiClient: String, user: MobileAuthUser, now: Double) async throws -> Double? {
-        try await lookup { db in
-            try Double.fetchOne(
-                db,
-                sql: """
-                    SELECT MAX(expires_at) FROM mobile_transactions
-                    WHERE api_client = ? AND identity_provider = ? AND subject = ? AND status = 'pending'
-                    AND expires_at > ?
-                    """,
-                arguments: [apiClient, user.identityProvider, user.subject, now]
-            )
-        }
-    }
-
     /// Seconds an ended transaction stays readable by its portal.
     static let endedTransactionLifetime = 30.0 * 24 * 3600
 

@@ -163,7 +163,16 @@ extension ServerStore {
         var otpHash: Data?
         /// For OTP types: the secure message and signing data, encrypted with the code's key.
         var otpContent: Data?
+        /// Refuse (``OpenTransactionExists``) while the API client has a pending transaction for
+        /// the user: the login's sign-in pushes, one at a time.
+        var onlyOneOpen = false
         var now: Double
+    }
+
+    /// The API client has a pending transaction for the user already.
+    struct OpenTransactionExists: Error {
+        /// When it lapses.
+        var until: Double
     }
 
     /// A device asked to answer, and where its push goes.
@@ -196,6 +205,21 @@ extension ServerStore {
             // device that can.
             guard !devices.isEmpty || (new.otpHash != nil && new.user.subject.isEmpty) else {
                 throw StoreRefusal.noEnrolledDevice
+            }
+            // Checked here, after the user's devices are locked (PostgreSQL) or in the one writer
+            // (SQLite): two starts at once cannot both find none open.
+            if new.onlyOneOpen,
+                let until = try Double.fetchOne(
+                    db,
+                    sql: """
+                        SELECT MAX(expires_at) FROM mobile_transactions
+                        WHERE api_client = ? AND identity_provider = ? AND subject = ? AND status = 'pending'
+                        AND expires_at > ?
+                        """,
+                    arguments: [new.apiClient, new.user.identityProvider, new.user.subject, new.now]
+                )
+            {
+                throw OpenTransactionExists(until: until)
             }
             if new.type.supersedesPending, !new.user.subject.isEmpty {
                 let superseded = try SQLRow.fetchAll(

@@ -87,8 +87,8 @@ extension ServerStore {
     /// the device's user (when the portal named none), and the payload is sealed for the device.
     ///
     /// The device's own errors come first (deregistered, not enrolled, disenrolled), then the
-    /// transaction's: unknown, wrong code, expired or for another user is `notFound`; claimed or
-    /// ended is `alreadyHandled`. A refused claim changes nothing, so a code scanned by the wrong
+    /// code's (unknown or wrong is `notFound`), then the transaction's: claimed or ended is
+    /// `alreadyHandled`, expired or for another user `notFound`. A refused claim changes nothing, so a code scanned by the wrong
     /// phone still works on the right one.
     func claimOTP(
         _ otp: MobileAuthOTP,
@@ -106,17 +106,26 @@ extension ServerStore {
                     arguments: [otp.transactionID]
                 )
             else { throw StoreRefusal.notFound(MobileAuthRequestError(.notFound)) }
-            // Expired is "not found", answered or superseded "already handled", as for pushes.
-            if let refusal = try self.transaction(row).refusalToDevice(at: proof.now) {
-                throw Self.storeRefusal(refusal)
+            // The code first: without it, nothing is said about the transaction, not even whether
+            // it expired or was claimed.
+            guard let stored = row["otp_hash"] as Data?, ConstantTime.equals(otp.hash, stored) else {
+                throw StoreRefusal.notFound(MobileAuthRequestError(.notFound, message: "This code is not valid."))
             }
-            guard let stored = row["otp_hash"] as Data?, !stored.isEmpty else {
+            // Claimed once: the claim made the transaction's one delivery.
+            guard
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT 1 FROM mobile_deliveries WHERE transaction_id = ?",
+                    arguments: [otp.transactionID]
+                ) == nil
+            else {
                 throw StoreRefusal.conflict(
                     MobileAuthRequestError(.alreadyHandled, message: "This code was scanned already.")
                 )
             }
-            guard ConstantTime.equals(otp.hash, stored) else {
-                throw StoreRefusal.notFound(MobileAuthRequestError(.notFound, message: "This code is not valid."))
+            // Expired is "not found", answered or superseded "already handled", as for pushes.
+            if let refusal = try self.transaction(row).refusalToDevice(at: proof.now) {
+                throw Self.storeRefusal(refusal)
             }
             let identityProvider: String = device["identity_provider"]
             let subject: String = device["subject"]
@@ -154,10 +163,10 @@ extension ServerStore {
             )
             try db.execute(
                 sql: """
-                    UPDATE mobile_transactions SET otp_hash = ?, otp_content = NULL, identity_provider = ?, subject = ?
+                    UPDATE mobile_transactions SET otp_content = NULL, identity_provider = ?, subject = ?
                     WHERE id = ?
                     """,
-                arguments: [Data(), identityProvider, subject, otp.transactionID]
+                arguments: [identityProvider, subject, otp.transactionID]
             )
             try self.record(proof, db)
             return PendingDelivery(

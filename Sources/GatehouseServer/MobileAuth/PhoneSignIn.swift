@@ -72,20 +72,14 @@ public struct PhoneSignIn: Sendable {
     ) async throws -> Started {
         let server = try tokenServer()
         let type = try server.signInType(name, delivery: .push)
-        let now = server.now
         for provider in identityProviders {
             let user = MobileAuthUser(identityProvider: provider, subject: subject)
-            if let until = try await server.store.pendingTransactionExpiry(
-                apiClient: Self.apiClient,
-                user: user,
-                now: now
-            ) {
-                throw Refusal.alreadyPending(until: until)
-            }
             do {
                 return try await server.startSignIn(type, user: user, message: message, otp: nil)
             } catch StoreRefusal.noEnrolledDevice {
                 continue
+            } catch let open as ServerStore.OpenTransactionExists {
+                throw Refusal.alreadyPending(until: open.until)
             }
         }
         throw Refusal.noEnrolledDevice
@@ -115,6 +109,31 @@ public struct PhoneSignIn: Sendable {
             subject: result.userID,
             amr: result.status == .approved ? server.amr(approvedWith: result.authenticationMethod) : []
         )
+    }
+
+    /// Whether `subject` has a device enrolled for mobile authentication under one of
+    /// `identityProviders`.
+    public func hasEnrolledDevice(_ subject: String, identityProviders: [String]) async throws -> Bool {
+        let server = try tokenServer()
+        return try await server.store.lookup { db in
+            for provider in identityProviders
+            where try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT 1 FROM mobile_enrolments WHERE identity_provider = ? AND subject = ? AND NOT disenrolled
+                    LIMIT 1
+                    """,
+                arguments: [provider, subject]
+            ) != nil {
+                return true
+            }
+            return false
+        }
+    }
+
+    /// Seconds a transaction of the type stays open; nil for a type the server does not have.
+    public func timeToLive(type name: String) -> Int? {
+        server.value?.configuration.mobileAuth?.types.first { $0.name == name }?.timeToLive
     }
 
     /// Whether the server offers the type with this delivery (for checking a manifest at start-up).
@@ -171,6 +190,8 @@ extension TokenServer {
                 number: number,
                 otpHash: otp?.hash,
                 otpContent: nil,
+                // A pushed sign-in waits alone: push fatigue is one request at a time.
+                onlyOneOpen: otp == nil,
                 now: started
             )
         )

@@ -69,7 +69,8 @@ extension TokenServer {
             throw ServerError(
                 400,
                 "invalid_request",
-                "The message has \(message.count) characters; a push shows at most \(MobileAuthConfiguration.maxMessageLength).",
+                "The message has \(message.count) characters in \(message.utf8.count) bytes; a push shows at most "
+                    + "\(MobileAuthConfiguration.maxMessageLength) characters, in at most 620 bytes.",
                 code: 1005
             )
         }

@@ -9,7 +9,7 @@ extension SchemaMigration {
                 // `push` or `otp`; an OTP transaction started without a user has an empty
                 // identity provider and subject until a device claims it.
                 table.add(column: "delivery", .text).notNull().defaults(to: "push")
-                // SHA-256 of the single-use code; emptied when a device claims it.
+                // SHA-256 of the single-use code; the claim is the transaction's one delivery.
                 table.add(column: "otp_hash", .blob)
                 // The secure message and signing data until a device claims the code, encrypted
                 // with a key derived from the code, which the server does not keep.
