@@ -175,7 +175,9 @@ print("   portal: \(try await portal.result(lost.transactionID).status.rawValue)
 
 print("\n6. No push at all: the checkout screen shows a QR code, the phone scans it (OTP mobile authentication)")
 let checkout = try await portal.start(PortalMobileAuthRequest(userID: nil, type: "checkout", qrCode: .svg))
-print("   portal: shows a QR code (\(checkout.qrCode?.prefix(26) ?? "")…) of the code \(checkout.otp?.prefix(12) ?? "")…")
+print(
+    "   portal: shows a QR code (\(checkout.qrCode?.prefix(26) ?? "")…) of the code \(checkout.otp?.prefix(12) ?? "")…"
+)
 let scanned = checkout.otp ?? ""
 print("   phone: can handle the scanned text: \(phone.canHandleOTPMobileAuthRequest(otp: scanned))")
 await phone.handleOTPMobileAuthRequest(otp: scanned, delegate: Phone(typedNumber: { _ in .accept }, pin: "258147"))

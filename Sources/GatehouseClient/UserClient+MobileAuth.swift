@@ -214,11 +214,20 @@ extension UserClient {
         _ pending: PendingMobileAuthRequest,
         delegate: any MobileAuthRequestDelegate
     ) async -> MobileAuthHandlingResult {
+        await handling(delegate) { pending }
+    }
+
+    /// Handles the request `receive` brings (a push's, or a claimed code's): opens it, asks the
+    /// delegate, answers; the delegate hears how it ended, and the result says the same.
+    private func handling(
+        _ delegate: any MobileAuthRequestDelegate,
+        receive: () async throws -> PendingMobileAuthRequest
+    ) async -> MobileAuthHandlingResult {
         var opened: MobileAuthRequest?
         do {
             try begin()
             defer { end() }
-            let (request, payload, keys) = try await openRequest(pending)
+            let (request, payload, keys) = try await openRequest(try await receive())
             opened = request
             let result = try await answer(request, payload: payload, keys: keys, delegate: delegate)
             switch result {
@@ -252,10 +261,7 @@ extension UserClient {
         profile: UserProfile? = nil,
         delegate: any MobileAuthRequestDelegate
     ) async -> MobileAuthHandlingResult {
-        var opened: MobileAuthRequest?
-        do {
-            try begin()
-            defer { end() }
+        await handling(delegate) {
             guard let code = MobileAuthOTP(otp) else {
                 throw MobileAuthRequestError(.notHandleable, message: "This is not a mobile authentication code.")
             }
@@ -278,20 +284,7 @@ extension UserClient {
                 throw MobileAuthRequestError(.notHandleable, message: "The server answered for another request.")
             }
             keep(sealed, for: code.transactionID)
-            let (request, payload, keys) = try await openRequest(
-                PendingMobileAuthRequest(claimed.request, userInfo: [:])
-            )
-            opened = request
-            let result = try await answer(request, payload: payload, keys: keys, delegate: delegate)
-            switch result {
-            case .approved(let info): await delegate.didHandle(request, info: info)
-            case .denied: await delegate.didHandle(request, info: nil)
-            case .failed: break
-            }
-            return result
-        } catch {
-            await delegate.didFail(opened, error: error)
-            return .failed(error)
+            return PendingMobileAuthRequest(claimed.request, userInfo: [:])
         }
     }
 

@@ -62,6 +62,17 @@ extension LoginServer {
     // MARK: - Signing in
 
     func passkeySignInOptions(_ request: WireRequest) async throws -> WireResponse {
+        let (fields, authorization, client) = try await submittedForm(request)
+        guard allowedMethods(client, authorization).contains(.passkey) else {
+            throw LoginError("\(client.name) does not take passkeys.")
+        }
+        return try await signInOptions(ceremony: fields["authorization"] ?? "", request)
+    }
+
+    /// The options of a passkey sign-in (a discoverable credential, user verification), with a
+    /// challenge kept for `ceremony` (an authorization, or the passkeys page's token); counted
+    /// per address.
+    private func signInOptions(ceremony: String, _ request: WireRequest) async throws -> WireResponse {
         if let seconds = passkeyLimiter.retryAfter(forAddress: request.clientAddress, now: now) {
             return json(
                 429,
@@ -69,16 +80,12 @@ extension LoginServer {
                 headers: ["Retry-After": String(seconds)]
             )
         }
-        let (fields, authorization, client) = try await submittedForm(request)
-        guard allowedMethods(client, authorization).contains(.passkey) else {
-            throw LoginError("\(client.name) does not take passkeys.")
-        }
         let challenge = Data.random(count: 32)
         try await store.keepChallenge(
             challenge,
             purpose: "signin",
             subject: nil,
-            authorization: fields["authorization"],
+            authorization: ceremony,
             expiresAt: now + Self.ceremonyLifetime,
             now: now
         )
@@ -316,27 +323,7 @@ extension LoginServer {
         let fields = try await accountForm(request)
         // Without a session that may add one, the page signs in with a passkey instead.
         guard let session = try await accountSession(request), try await mayManagePasskeys(session) else {
-            if let seconds = passkeyLimiter.retryAfter(forAddress: request.clientAddress, now: now) {
-                return json(
-                    429,
-                    ["error": "slow_down", "error_description": "Too many passkey attempts."],
-                    headers: ["Retry-After": String(seconds)]
-                )
-            }
-            let challenge = Data.random(count: 32)
-            try await store.keepChallenge(
-                challenge,
-                purpose: "signin",
-                subject: nil,
-                authorization: Self.accountCeremony(fields["csrf"] ?? ""),
-                expiresAt: now + Self.ceremonyLifetime,
-                now: now
-            )
-            let options = try relyingParty().requestOptions(
-                challenge: Array(challenge),
-                timeout: .seconds(Int(Self.ceremonyLifetime))
-            )
-            return json(200, ["publicKey": options])
+            return try await signInOptions(ceremony: Self.accountCeremony(fields["csrf"] ?? ""), request)
         }
         let party = try relyingParty()
         let challenge = Data.random(count: 32)

@@ -87,8 +87,6 @@ public struct COSEKey: Sendable, Hashable {
         self.bytes = encoded
     }
 
-    /// Whether `signature` is this key's signature over `data` under ``algorithm``: DER-encoded
-    /// ECDSA for ES256, the 64-byte signature for EdDSA, PKCS #1 v1.5 with SHA-256 for RS256.
     /// The encodings (sign bit cleared) of the Ed25519 points of order 1, 2, 4 and 8.
     private static let smallOrderEd25519: [[UInt8]] = [
         [0x01] + [UInt8](repeating: 0, count: 31),
@@ -112,6 +110,8 @@ public struct COSEKey: Sendable, Hashable {
         return atLeastP || smallOrderEd25519.contains(y)
     }
 
+    /// Whether `signature` is this key's signature over `data` under ``algorithm``: DER-encoded
+    /// ECDSA for ES256, the 64-byte signature for EdDSA, PKCS #1 v1.5 with SHA-256 for RS256.
     public func isValidSignature(_ signature: some Collection<UInt8>, for data: some Collection<UInt8>) -> Bool {
         verifier.isValidSignature(Array(signature), for: Array(data))
     }
