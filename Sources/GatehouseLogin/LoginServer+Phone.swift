@@ -122,8 +122,13 @@ extension LoginServer: PhoneSignInExtension {
         } catch PhoneSignIn.Refusal.alreadyPending(let until) {
             return tooManyPushes(waitingUntil: until)
         }
+        // One decoy waits at a time, as the token server lets one push wait: concurrent pushes
+        // for a username without a phone are refused as they are for one with a phone.
+        guard try await store.pushWaits(record, username: username, now: now) else {
+            let waiting = try await store.waitingPush(username: username, now: now)
+            return tooManyPushes(waitingUntil: waiting?.expiresAt ?? record.expiresAt)
+        }
         try await store.startPhoneSignIn(record, authorization: id, now: now)
-        try await store.pushWaits(record, username: username, now: now)
         return waitingPage(client, id: id, csrf: csrf, authorization, record: record, qrCode: nil)
     }
 

@@ -81,18 +81,26 @@ extension LoginStore {
         }
     }
 
-    /// Records the push (or decoy) now waiting for `username`.
-    public func pushWaits(_ record: PhoneSignInRecord, username: String, now: Double) async throws {
+    /// Records the push (or decoy) now waiting for `username`. A push replaces what was there
+    /// (the token server let it go, so nothing waits); a decoy is recorded only while no decoy
+    /// waits, so of concurrent decoys for one username one wins, as of concurrent pushes one goes
+    /// out. False when the decoy was refused.
+    @discardableResult
+    public func pushWaits(_ record: PhoneSignInRecord, username: String, now: Double) async throws -> Bool {
         try await storage.write { db in
             try db.execute(sql: "DELETE FROM login_push_waits WHERE expires_at < ?", arguments: [now])
-            try db.execute(
+            return try String.fetchOne(
+                db,
                 sql: """
                     INSERT INTO login_push_waits (username, kind, transaction_id, expires_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (username) DO UPDATE SET kind = excluded.kind,
                         transaction_id = excluded.transaction_id, expires_at = excluded.expires_at
+                    WHERE excluded.kind <> 'decoy' OR login_push_waits.kind <> 'decoy'
+                        OR login_push_waits.expires_at <= ?
+                    RETURNING username
                     """,
-                arguments: [username, record.kind, record.transactionID, record.expiresAt]
-            )
+                arguments: [username, record.kind, record.transactionID, record.expiresAt, now]
+            ) != nil
         }
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GatehouseKernel
 import GatehouseLogin
@@ -25,6 +26,10 @@ enum PasskeyKind: String, CaseIterable, Sendable, CustomStringConvertible {
 
     var backupEligible: Bool { self == .es256PackedSelfSynced || self == .rs256NoneSynced }
 
+    /// Whether the sign-in's amr says `hwk`: a device-bound key whose authenticator attested it
+    /// (packed); any other is `swk`.
+    var hardwareKey: Bool { self == .eddsaPackedSelf }
+
     /// The ceremony as this authenticator runs it.
     func apply(_ ceremony: inout Ceremony) {
         ceremony.backupEligible = backupEligible
@@ -36,7 +41,7 @@ enum PasskeyKind: String, CaseIterable, Sendable, CustomStringConvertible {
 @Suite("Hosted login: passkeys", .serialized)
 struct PasskeyLoginTests {
     @Test(
-        "a passkey added on the passkeys page signs in on the login page: acr passkey, amr by backup state",
+        "a passkey added on the passkeys page signs in on the login page: acr passkey, amr by attestation and backup state",
         arguments: PasskeyKind.allCases
     )
     func registerAndSignIn(kind: PasskeyKind) async throws {
@@ -53,20 +58,27 @@ struct PasskeyLoginTests {
             #expect(added.status == 200 && page.tab.html.contains("was added"), "\(page.tab.alert ?? "")")
             #expect(page.tab.html.contains("<strong>My key</strong>"))
             #expect(page.tab.html.contains("· synced") == kind.backupEligible)
-            // The options name the registered credential, so a browser does not make a second one.
-            let excluded = try await page.options().options["excludeCredentials"] as? [[String: Any]]
-            #expect(excluded?.compactMap { $0["id"] as? String } == [encode(authenticator.credentialID)])
 
             // Another browser, not signed in: the login page's passkey button.
+            var passkeyTab: Tab?
             for _ in 0..<2 {
                 var signIn = try await PasskeySignIn.open(op.login)
                 let response = try await signIn.signIn(authenticator, userHandle: page.userHandle, kind.apply)
                 let token = try await idToken(op, response, signIn.request)
                 #expect(token.claims.sub == OP.ann)
                 #expect(token.claims.acr == ACR.passkey)
-                #expect(token.claims.amr == [kind.backupEligible ? "swk" : "hwk", "user", "mfa"])
+                #expect(token.claims.amr == [kind.hardwareKey ? "hwk" : "swk", "user", "mfa"])
                 #expect(signIn.tab.jar["gh_sso"] != nil)
+                passkeyTab = signIn.tab
             }
+            // Signed in with the passkey, the passkeys page lets the user add another; the options
+            // name the registered credential, so a browser does not make a second one.
+            var signedIn = PasskeysPage(tab: try #require(passkeyTab))
+            #expect(await signedIn.tab.get(LoginServer.passkeysPath).status == 200)
+            #expect(signedIn.mayManage && signedIn.hasRemoveButtons)
+            let excluded = try await signedIn.options().options["excludeCredentials"] as? [[String: Any]]
+            #expect(excluded?.compactMap { $0["id"] as? String } == [encode(authenticator.credentialID)])
+            #expect(signedIn.userHandle == page.userHandle)
             // The page shows when it was last used.
             let again = try await PasskeysPage.signIn(op.login, as: OP.ann)
             #expect(again.tab.html.contains("last used"))
@@ -128,7 +140,7 @@ struct PasskeyLoginTests {
     }
 
     @Test(
-        "a credential presented with another user's handle, or none, is refused; its owner's handle signs its owner in"
+        "a credential presented with another user's handle, or none, or not registered, is refused alike; its owner's handle signs its owner in"
     )
     func userHandleMustMatch() async throws {
         try await withPasskeyLogin { op in
@@ -142,13 +154,17 @@ struct PasskeyLoginTests {
 
             // The login page names no user before the ceremony: the passkey must name its owner
             // (WebAuthn §7.2 step 6), so an assertion without a user handle is refused too.
+            // Every refusal says the same, so the page tells nobody which credentials are registered.
+            let unregistered = try SoftwareAuthenticator(.p256)
             let mismatched: [(SoftwareAuthenticator, String?)] = [
                 (bobKey, ann.userHandle), (annKey, bob.userHandle), (annKey, encode(randomChallenge())), (annKey, nil),
+                (unregistered, ann.userHandle), (unregistered, nil),
             ]
             for (key, handle) in mismatched {
                 var signIn = try await PasskeySignIn.open(op.login)
                 let refused = try await signIn.signIn(key, userHandle: handle)
-                #expect(refused.status == 401 && signIn.tab.alert?.contains("not registered") == true)
+                #expect(refused.status == 401 && signIn.tab.alert == "The passkey could not sign you in. Try again.")
+                #expect(signIn.tab.jar["gh_sso"] == nil)
             }
             var signIn = try await PasskeySignIn.open(op.login)
             let token = try await idToken(
@@ -156,7 +172,8 @@ struct PasskeyLoginTests {
                 try await signIn.signIn(bobKey, userHandle: bob.userHandle),
                 signIn.request
             )
-            #expect(token.claims.sub == OP.bob && token.claims.amr == ["hwk", "user", "mfa"])
+            // Attestation none: nothing shows the key is in hardware.
+            #expect(token.claims.sub == OP.bob && token.claims.amr == ["swk", "user", "mfa"])
         }
     }
 
@@ -186,6 +203,8 @@ struct PasskeyLoginTests {
             var ann = try await PasskeysPage.signIn(op.login, as: OP.ann)
             let key = try SoftwareAuthenticator(.p256)
             try await ann.register(key)
+            // Adding another needs the passkey first (the password was her first factor).
+            try await ann.confirm(key)
             let again = await ann.add(try key.register(Ceremony(challenge: try await ann.options().challenge)).json)
             #expect(again.status == 409 && ann.tab.alert == "This passkey is registered already.")
             var bob = try await PasskeysPage.signIn(op.login, as: OP.bob)
@@ -205,11 +224,14 @@ struct PasskeyLoginTests {
             var ann = try await PasskeysPage.signIn(op.login, as: OP.ann)
             let key = try SoftwareAuthenticator(.p256)
             try await ann.register(key)
+            // Bob may manage his (none yet), but ann's is not his.
             var bob = try await PasskeysPage.signIn(op.login, as: OP.bob)
+            #expect(bob.mayManage)
             #expect(await bob.remove(key.credentialID).status == 404)
             var before = try await PasskeySignIn.open(op.login)
             #expect(try await before.signIn(key, userHandle: ann.userHandle).status == 303)
 
+            try await ann.confirm(key)
             let removed = await ann.remove(key.credentialID)
             #expect(removed.status == 200 && ann.tab.html.contains("The passkey was removed."))
             #expect(ann.tab.html.contains("No passkeys yet."))
@@ -220,7 +242,9 @@ struct PasskeyLoginTests {
         }
     }
 
-    @Test("options and sign-in need the page's cookie; registration needs the passkeys page's cookie and a session")
+    @Test(
+        "options and sign-in need the page's cookie; registration needs the passkeys page's cookie and a session that may"
+    )
     func csrfAndSession() async throws {
         try await withPasskeyLogin { op in
             var ann = try await PasskeysPage.signIn(op.login, as: OP.ann)
@@ -250,6 +274,7 @@ struct PasskeyLoginTests {
             #expect(await signIn.tab.fetch(LoginServer.passkeySignInPath, wrongToken + [credential]).status == 400)
 
             // The passkeys page's forms without its cookie.
+            try await ann.confirm(key)
             let csrf = ann.tab.hidden["csrf"] ?? ""
             let options = await ann.tab.fetch(
                 LoginServer.passkeyRegistrationOptionsPath,
@@ -268,14 +293,15 @@ struct PasskeyLoginTests {
             #expect(noCookieAdd.status == 400)
             #expect(await ann.tab.get(LoginServer.passkeysPath).status == 200 && !ann.tab.html.contains("Forged"))
 
-            // The page's cookie but no session: 401.
-            var stranger = Tab(op.login)
-            #expect(await stranger.get(LoginServer.passkeysPath).status == 200)
-            let signedOut = await stranger.fetch(
-                LoginServer.passkeyRegistrationOptionsPath,
-                [("csrf", stranger.hidden["csrf"] ?? "")]
-            )
-            #expect(signedOut.status == 401 && jsonObject(signedOut)["error"] as? String == "login_required")
+            // The page's cookie but no session: the options are a sign-in's (no user to register),
+            // and a registration posted anyway is the page's password sign-in without a password.
+            var stranger = PasskeysPage(tab: Tab(op.login))
+            #expect(await stranger.tab.get(LoginServer.passkeysPath).status == 200)
+            _ = try await stranger.signInChallenge()
+            let signedOut = await stranger.add(try other.register(Ceremony(challenge: challengeNow)).json)
+            #expect(signedOut.status == 400 && stranger.tab.jar["gh_sso"] == nil)
+            #expect(await ann.tab.get(LoginServer.passkeysPath).status == 200)
+            #expect(ann.tab.html.components(separatedBy: #"name="remove""#).count == 2)
         }
     }
 
@@ -323,6 +349,175 @@ struct PasskeyLoginTests {
             let discovery = await op.send(WireRequest(method: "GET", path: LoginServer.discoveryPath))
             let document = try JSONDecoder().decode(OpenIDProviderMetadata.self, from: discovery.body)
             #expect(document.acrValuesSupported == [ACR.app, ACR.passkey, ACR.password])
+        }
+    }
+
+    @Test(
+        "a password adds the first passkey only: a second, or removing one, is 403 until a passkey confirms on the page"
+    )
+    func passwordAddsTheFirstOnly() async throws {
+        try await withPasskeyLogin { op in
+            var ann = try await PasskeysPage.signIn(op.login, as: OP.ann)
+            #expect(ann.mayManage && !ann.tab.has("passkey-form"))
+            // Another tab of hers asks for registration options while she has no passkey yet.
+            var early = try await PasskeysPage.signIn(op.login, as: OP.ann)
+            let earlyChallenge = try await early.options().challenge
+            let first = try SoftwareAuthenticator(.p256)
+            try await ann.register(first, name: "First")
+            // Once added, the page no longer offers what the password may not do.
+            #expect(!ann.mayManage && !ann.hasRemoveButtons && ann.tab.has("passkey-form"))
+            #expect(ann.tab.html.contains(#"data-options="\#(LoginServer.passkeyRegistrationOptionsPath)""#))
+
+            let second = try SoftwareAuthenticator(.ed25519)
+            let late = await early.add(try second.register(Ceremony(challenge: earlyChallenge)).json, name: "Second")
+            #expect(late.status == 403 && early.tab.alert?.hasPrefix("Confirm with one of your passkeys") == true)
+            var page = try await PasskeysPage.signIn(op.login, as: OP.ann)
+            #expect(page.tab.html.contains("<strong>First</strong>") && !page.mayManage && !page.hasRemoveButtons)
+            // The options are a sign-in's now; a registration over them, and a removal, are refused.
+            let signInChallenge = try await page.signInChallenge()
+            let planted = await page.add(try second.register(Ceremony(challenge: signInChallenge)).json, name: "Second")
+            #expect(planted.status == 403 && page.tab.alert?.hasPrefix("Confirm with one of your passkeys") == true)
+            #expect(!page.mayManage && page.tab.has("passkey-form"))
+            let removal = await page.remove(first.credentialID)
+            #expect(removal.status == 403 && page.tab.html.contains("<strong>First</strong>"))
+            #expect(!page.tab.html.contains("<strong>Second</strong>"))
+            var stillFirst = try await PasskeySignIn.open(op.login)
+            #expect(try await stillFirst.signIn(first, userHandle: ann.userHandle).status == 303)
+
+            // Confirming with the passkey on the page: a passkey session, and the page manages.
+            let passwordSession = page.tab.jar["gh_sso"]
+            page.userHandle = ann.userHandle
+            try await page.confirm(first)
+            #expect(page.hasRemoveButtons && page.tab.jar["gh_sso"] != passwordSession)
+            try await page.register(second, name: "Second")
+            #expect(await page.remove(first.credentialID).status == 200)
+            #expect(
+                page.tab.html.contains("<strong>Second</strong>") && !page.tab.html.contains("<strong>First</strong>")
+            )
+            var removed = try await PasskeySignIn.open(op.login)
+            #expect(try await removed.signIn(first, userHandle: ann.userHandle).status == 401)
+            var kept = try await PasskeySignIn.open(op.login)
+            let token = try await idToken(op, try await kept.signIn(second, userHandle: ann.userHandle), kept.request)
+            #expect(token.claims.sub == OP.ann && token.claims.acr == ACR.passkey)
+
+            // The page's confirmation is a passkey sign-in like the login page's: acr passkey.
+            let stepUp = AuthRequest.web().with("acr_values", ACR.passkey)
+            let reused = try await idToken(op, await page.tab.open(stepUp), stepUp)
+            #expect(reused.claims.sub == OP.ann && reused.claims.acr == ACR.passkey)
+            #expect(reused.claims.amr == ["swk", "user", "mfa"])
+        }
+    }
+
+    @Test("the passkeys page signs in with a passkey without a session; its challenge serves that page only")
+    func accountPageSignIn() async throws {
+        try await withPasskeyLogin { op in
+            var ann = try await PasskeysPage.signIn(op.login, as: OP.ann)
+            let key = try SoftwareAuthenticator(.p256)
+            try await ann.register(key)
+            var one = PasskeysPage(tab: Tab(op.login), userHandle: ann.userHandle)
+            #expect(await one.tab.get(LoginServer.passkeysPath).status == 200)
+            #expect(one.tab.has("password") && one.tab.has("passkey-form") && one.tab.has("passkey"))
+            #expect(one.tab.html.contains(#"data-options="\#(LoginServer.passkeyRegistrationOptionsPath)""#))
+            let challenge = try await one.signInChallenge()
+            var assertion = try key.assert(Ceremony(challenge: challenge))
+            assertion.userHandle = ann.userHandle.flatMap { Data(base64URLEncoded: $0) }.map(Array.init)
+
+            // Another page (its own token) finds no challenge of its own for it.
+            var other = PasskeysPage(tab: Tab(op.login), userHandle: ann.userHandle)
+            _ = await other.tab.get(LoginServer.passkeysPath)
+            let elsewhere = await other.sendAssertion(assertion.json)
+            #expect(elsewhere.status == 401 && other.tab.alert == "The passkey could not sign you in.")
+            #expect(other.tab.jar["gh_sso"] == nil)
+            // Another user's handle on the right page: refused the same way.
+            var wrongUser = try key.assert(Ceremony(challenge: challenge))
+            wrongUser.userHandle = Array(randomChallenge().prefix(16))
+            var copy = one
+            let refused = await copy.sendAssertion(wrongUser.json)
+            #expect(refused.status == 401 && copy.tab.alert == "The passkey could not sign you in.")
+            #expect(copy.tab.jar["gh_sso"] == nil)
+
+            // The refused try spent the challenge: a fresh one signs in, with management.
+            try await one.confirm(key)
+            #expect(one.tab.jar["gh_sso"] != nil && one.hasRemoveButtons)
+            #expect(one.tab.html.contains("Signed in as <strong>\(OP.ann)</strong>"))
+            let replay = await one.sendAssertion(assertion.json)
+            #expect(replay.status == 401)
+        }
+    }
+
+    @Test("the passkeys page's CSRF token is the server's: a cookie and field pair of anyone else's is refused")
+    func forgedAccountToken() async throws {
+        try await withPasskeyLogin { op in
+            var ann = try await PasskeysPage.signIn(op.login, as: OP.ann)
+            let genuine = try #require(ann.tab.hidden["csrf"])
+            let parts = genuine.split(separator: ".").map(String.init)
+            try #require(parts.count == 2)
+            var other = Tab(op.login)
+            _ = await other.get(LoginServer.passkeysPath)
+            let otherParts = (other.hidden["csrf"] ?? "").split(separator: ".").map(String.init)
+            try #require(otherParts.count == 2)
+            let random = encode(Array(randomChallenge().prefix(18)))
+            let forgeries = [
+                "attacker-chosen", random, random + "." + encode(randomChallenge()), random + "." + parts[1],
+                parts[0] + "." + otherParts[1], parts[0] + ".", "." + parts[1], genuine + "." + parts[1],
+            ]
+            let key = try SoftwareAuthenticator(.p256)
+            for forged in forgeries {
+                // Planted in the cookie (by a host of the same site) and sent in the form.
+                var tab = ann.tab
+                tab.jar["gh_csrf_account"] = forged
+                let options = await tab.fetch(LoginServer.passkeyRegistrationOptionsPath, [("csrf", forged)])
+                #expect(options.status == 400 && jsonObject(options)["publicKey"] == nil, "\(forged)")
+                let registration = try key.register(Ceremony(challenge: randomChallenge())).json
+                let add = await tab.post(
+                    LoginServer.passkeysPath,
+                    [
+                        ("csrf", forged), ("name", "Planted"),
+                        ("credential", String(decoding: registration, as: UTF8.self)),
+                    ]
+                )
+                #expect(add.status == 400, "\(forged)")
+                var stranger = Tab(op.login)
+                stranger.jar["gh_csrf_account"] = forged
+                let password = await stranger.post(
+                    LoginServer.passkeysPath,
+                    [("csrf", forged), ("username", OP.ann), ("password", OP.password)]
+                )
+                #expect(password.status == 400 && stranger.jar["gh_sso"] == nil, "\(forged)")
+            }
+            // The genuine pair still works, and nothing was planted.
+            let challenge = try await ann.options().challenge
+            #expect(!challenge.isEmpty)
+            #expect(await ann.tab.get(LoginServer.passkeysPath).status == 200)
+            #expect(ann.tab.html.contains("No passkeys yet.") && !ann.tab.html.contains("Planted"))
+        }
+    }
+
+    @Test("an Ed25519 credential whose key has small order (the all-zero point, the identity) is not added")
+    func weakEd25519Key() async throws {
+        try await withPasskeyLogin { op in
+            var ann = try await PasskeysPage.signIn(op.login, as: OP.ann)
+            let key = try SoftwareAuthenticator(.ed25519)
+            guard case .ed25519(let privateKey) = key.key else {
+                Issue.record("not an Ed25519 authenticator")
+                return
+            }
+            let genuine = Array(privateKey.publicKey.rawRepresentation)
+            let weakPoints: [[UInt8]] = [[UInt8](repeating: 0, count: 32), [0x01] + [UInt8](repeating: 0, count: 31)]
+            for point in weakPoints {
+                var registration = try key.register(Ceremony(challenge: try await ann.options().challenge))
+                // Attestation none signs nothing: the point is swapped in the authenticator data.
+                let range = try #require(registration.attestationObject.firstRange(of: genuine))
+                registration.attestationObject.replaceSubrange(range, with: point)
+                let refused = await ann.add(registration.json, name: "Weak")
+                #expect(refused.status == 400, "\(point)")
+                #expect(ann.tab.alert?.contains("public key is not usable: a small-order or non-canonical") == true)
+                #expect(ann.tab.html.contains("No passkeys yet.") && !ann.tab.html.contains("Weak"))
+            }
+            // The genuine key registers and signs in.
+            try await ann.register(key)
+            var signIn = try await PasskeySignIn.open(op.login)
+            #expect(try await signIn.signIn(key, userHandle: ann.userHandle).status == 303)
         }
     }
 }

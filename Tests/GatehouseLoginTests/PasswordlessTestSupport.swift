@@ -217,11 +217,19 @@ func withPasskeyLogin(
     }
 }
 
-/// A user's tab on the passkeys page, signed in there with the password.
+/// A user's tab on the passkeys page, signed in there with the password (or a passkey).
 struct PasskeysPage {
     var tab: Tab
     /// The user handle the registration options named (base64url).
     var userHandle: String?
+
+    /// Whether the page lets this session add and remove passkeys (else it asks for a passkey first).
+    var mayManage: Bool {
+        tab.has("passkey-register") && !tab.has("passkey-form")
+    }
+
+    /// Whether the page shows Remove buttons.
+    var hasRemoveButtons: Bool { tab.html.contains(#"name="remove""#) }
 
     /// Opens the passkeys page and signs in on it as `username`.
     static func signIn(_ login: LoginServer, as username: String) async throws -> PasskeysPage {
@@ -237,12 +245,52 @@ struct PasskeysPage {
         return PasskeysPage(tab: tab)
     }
 
+    /// Asks the options the page's passkey form asks (`data-options`); the JSON's `publicKey`.
+    mutating func fetchOptions() async throws -> [String: Any] {
+        let response = await tab.fetch(LoginServer.passkeyRegistrationOptionsPath, [("csrf", tab.hidden["csrf"] ?? "")])
+        try #require(response.status == 200, "\(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        return try #require(jsonObject(response)["publicKey"] as? [String: Any])
+    }
+
+    /// Asks for sign-in options, as the page does for a session that may not change passkeys: a
+    /// request for a passkey (no user, user verification required); their challenge.
+    mutating func signInChallenge() async throws -> [UInt8] {
+        let options = try await fetchOptions()
+        try #require(options["user"] == nil && options["excludeCredentials"] == nil, "\(options)")
+        #expect(options["userVerification"] as? String == "required")
+        let text = try #require(options["challenge"] as? String)
+        return Array(try #require(Data(base64URLEncoded: text)))
+    }
+
+    /// Posts an assertion as the page's passkey form does (no name); the page as it answers.
+    mutating func sendAssertion(_ assertion: [UInt8]) async -> WireResponse {
+        await tab.post(
+            LoginServer.passkeysPath,
+            [("csrf", tab.hidden["csrf"] ?? ""), ("credential", String(decoding: assertion, as: UTF8.self))]
+        )
+    }
+
+    /// Confirms with `authenticator`'s passkey on this page (sign-in options, an assertion with
+    /// ``userHandle``), or signs in with it on the page without a session; expects the list with
+    /// management.
+    mutating func confirm(
+        _ authenticator: SoftwareAuthenticator,
+        _ change: (inout Ceremony) -> Void = { _ in }
+    )
+        async throws
+    {
+        var ceremony = Ceremony(challenge: try await signInChallenge())
+        change(&ceremony)
+        var assertion = try authenticator.assert(ceremony)
+        assertion.userHandle = userHandle.flatMap { Data(base64URLEncoded: $0) }.map(Array.init)
+        let response = await sendAssertion(assertion.json)
+        try #require(response.status == 200 && mayManage, "\(response.status) \(tab.alert ?? tab.html)")
+    }
+
     /// Asks for registration options: the challenge, and the user handle they name.
     mutating func options() async throws -> (challenge: [UInt8], options: [String: Any]) {
-        let response = await tab.fetch(LoginServer.passkeyRegistrationOptionsPath, [("csrf", tab.hidden["csrf"] ?? "")])
-        try #require(response.status == 200, "\(tab.html)")
-        let options = try #require(jsonObject(response)["publicKey"] as? [String: Any])
-        let user = try #require(options["user"] as? [String: Any])
+        let options = try await fetchOptions()
+        let user = try #require(options["user"] as? [String: Any], "\(options)")
         userHandle = user["id"] as? String
         let text = try #require(options["challenge"] as? String)
         return (Array(try #require(Data(base64URLEncoded: text))), options)
@@ -281,18 +329,21 @@ struct PasskeysPage {
 struct PasskeySignIn {
     var tab: Tab
     let request: AuthRequest
+    /// The relying party the options must name.
+    var rpID = Ceremony.rpID
 
     static func open(
         _ login: LoginServer,
         _ request: AuthRequest = .web(),
-        address: String? = nil
+        address: String? = nil,
+        rpID: String = Ceremony.rpID
     ) async throws
         -> PasskeySignIn
     {
         var tab = Tab(login, address: address)
         let page = await tab.open(request)
         try #require(page.status == 200 && tab.has("passkey"), "\(page.status) \(tab.html.prefix(600))")
-        return PasskeySignIn(tab: tab, request: request)
+        return PasskeySignIn(tab: tab, request: request, rpID: rpID)
     }
 
     /// Asks for the sign-in options; their challenge.
@@ -300,7 +351,7 @@ struct PasskeySignIn {
         let response = await tab.fetch(LoginServer.passkeySignInOptionsPath, tab.pageForm)
         try #require(response.status == 200, "\(response.status) \(tab.html.prefix(400))")
         let options = try #require(jsonObject(response)["publicKey"] as? [String: Any])
-        #expect(options["rpId"] as? String == Ceremony.rpID && options["userVerification"] as? String == "required")
+        #expect(options["rpId"] as? String == rpID && options["userVerification"] as? String == "required")
         let text = try #require(options["challenge"] as? String)
         return Array(try #require(Data(base64URLEncoded: text)))
     }
@@ -346,6 +397,12 @@ struct PhoneLogin {
     static let passwordOnly = "password-only"
     static let passwordOnlyRedirect = "https://password-only.example/cb"
     static let pin = "258147"
+
+    /// A passkey ceremony for this login (`https://id.example`), which ``withPhoneLogin`` serves.
+    static func passkeyCeremony(_ ceremony: inout Ceremony) {
+        ceremony.origin = "https://id.example"
+        ceremony.rpID = "id.example"
+    }
 
     /// A device of `username`: registered through the login (idp.browser `web`), signed in with
     /// its PIN and enrolled for mobile authentication.
@@ -449,24 +506,29 @@ private struct BrowserRegistration: RegistrationDelegate {
     func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN(PhoneLogin.pin)) }
 }
 
-/// A token server with mobile authentication (`login`: a tap with number matching; `login-pin`:
-/// the PIN; `login-qr`: an OTP to scan) and the hosted login mounted, its phone sign-in pushing
-/// `pushType`; users ann and bob in the directory.
+/// A token server with mobile authentication (`login`: a tap with number matching, open
+/// `pushTimeToLive` seconds; `login-pin`: the PIN; `login-qr`: an OTP to scan) and the hosted
+/// login mounted, its phone sign-in pushing `pushType`; users ann and bob in the directory. With
+/// `passkeys`, the login offers passkeys too (relying party `id.example`, see
+/// ``PhoneLogin/passkeyCeremony(_:)``).
 func withPhoneLogin(
     pushType: String = "login",
+    pushTimeToLive: Int = 120,
     pushesPerUser: Int = 5,
     qrCodesPerMinute: Int = 10,
+    passwordChecksPerMinute: Int = 30,
+    passkeys: Bool = false,
     _ body: (PhoneLogin) async throws -> Void
 ) async throws {
     let manifest = try ManifestLoader.jsonAndYAML.parse(
         Data(
-            """
+            ("""
             server:
               clients: [{id: test-app}]
               mobileAuth:
                 apiClients: [{id: portal, secret: portal-secret-0123456789abcdef}]
                 types:
-                  - {name: login, method: confirmation, numberMatching: true, timeToLive: 120}
+                  - {name: login, method: confirmation, numberMatching: true, timeToLive: \(pushTimeToLive)}
                   - {name: login-pin, method: pin, timeToLive: 120}
                   - {name: login-qr, method: confirmation, delivery: otp, timeToLive: 120}
             authenticators: [{id: pin, type: pin}]
@@ -481,9 +543,10 @@ func withPhoneLogin(
                    scopes: [openid, profile, email]}
                 - {id: \(PhoneLogin.passwordOnly), name: Password Only, redirectURIs: ["\(PhoneLogin.passwordOnlyRedirect)"],
                    signInMethods: [password]}
+              passwordChecksPerMinute: \(passwordChecksPerMinute)
               phone: {pushType: \(pushType), qrType: login-qr, pushesPerUser: \(pushesPerUser),
                       qrCodesPerMinute: \(qrCodesPerMinute)}
-            """.utf8
+            """ + (passkeys ? "\n  passkeys: {relyingPartyName: Gatehouse tests}" : "")).utf8
         ),
         format: YAMLManifestFormat(),
         source: "phone.yaml",

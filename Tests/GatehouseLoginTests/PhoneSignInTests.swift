@@ -275,4 +275,137 @@ struct PhoneSignInTests {
             #expect(await elsewhere.qrCode().status == 200)
         }
     }
+
+    @Test("a push, then a QR code on the same page: another page's push for that username is still 429, user or not")
+    func pushThenQRCode() async throws {
+        try await withPhoneLogin { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            var answers: [String] = []
+            for username in [OP.ann, OP.bob, "nobody@example.com"] {
+                var tab = Tab(phone.login)
+                _ = await tab.open(.web())
+                #expect(await tab.push(username).status == 200)
+                // The page moves on to a QR code (or back to the push): the push still waits.
+                #expect(await tab.qrCode().status == 200 && tab.has("qr-code"))
+                var other = Tab(phone.login)
+                _ = await other.open(.web())
+                let refused = await other.push(username)
+                #expect(refused.status == 429, "\(username)")
+                #expect(other.alert?.hasPrefix("A sign-in request is waiting on your phone already") == true)
+                answers.append("\(refused.status) \(refused.headers["Retry-After"] ?? "none") \(other.alert ?? "")")
+            }
+            #expect(Set(answers).count == 1, "\(answers)")
+            #expect(try await device.client.pendingPushMobileAuthRequests().count == 1)
+        }
+    }
+
+    @Test("eight pushes at once for one user: exactly one goes to the phone, the others are 429; an unknown user alike")
+    func concurrentPushes() async throws {
+        try await withPhoneLogin(pushesPerUser: 8) { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            for username in [OP.ann, "nobody@example.com"] {
+                var requests: [WireRequest] = []
+                for _ in 0..<8 {
+                    var tab = Tab(phone.login)
+                    _ = await tab.open(.web())
+                    requests.append(tab.formRequest(LoginServer.phonePath, tab.pageForm + [("username", username)]))
+                }
+                let login = phone.login
+                let statuses = await withTaskGroup(of: Int.self) { group in
+                    for request in requests { group.addTask { await login.handle(request).status } }
+                    return await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+                #expect(statuses.sorted() == [200] + Array(repeating: 429, count: 7), "\(username): \(statuses)")
+            }
+            #expect(try await device.client.pendingPushMobileAuthRequests().count == 1)
+        }
+    }
+
+    @Test("a push names a username as a password does: both count per client address (429)")
+    func pushesCountWithPasswords() async throws {
+        try await withPhoneLogin(passwordChecksPerMinute: 3) { phone in
+            var tab = Tab(phone.login, address: "203.0.113.60")
+            _ = await tab.open(.web())
+            let form = tab.pageForm
+            let wrong = await tab.post(LoginServer.authorizePath, form + [("username", OP.ann), ("password", "wrong")])
+            #expect(wrong.status == 401)
+            for username in ["carol@example.com", "dave@example.com"] {
+                #expect(await tab.post(LoginServer.phonePath, form + [("username", username)]).status == 200)
+            }
+            let limited = await tab.post(LoginServer.phonePath, form + [("username", "erin@example.com")])
+            #expect(limited.status == 429 && limited.headers["Retry-After"] != nil, "\(limited.status)")
+            #expect(tab.html.contains("Too many sign-in attempts from your address"))
+            let password = await tab.post(
+                LoginServer.authorizePath,
+                form + [("username", OP.ann), ("password", OP.password)]
+            )
+            #expect(password.status == 429)
+            var elsewhere = Tab(phone.login, address: "198.51.100.60")
+            _ = await elsewhere.open(.web())
+            #expect(await elsewhere.push("erin@example.com").status == 200)
+        }
+    }
+
+    @Test("a decoy waits as long as the push type's time to live, as a real push does")
+    func decoyLifetime() async throws {
+        try await withPhoneLogin(pushTimeToLive: 300) { phone in
+            _ = try await phone.device("ann-phone", of: OP.ann)
+            var real = Tab(phone.login)
+            _ = await real.open(.web())
+            _ = await real.push(OP.ann)
+            var decoy = Tab(phone.login)
+            _ = await decoy.open(.web())
+            _ = await decoy.push("nobody@example.com")
+            #expect(real.html.contains("at most 300 seconds"))
+            #expect(decoy.text(of: "phone-state") == real.text(of: "phone-state"))
+            phone.clock.advance(by: 200)
+            for username in [OP.ann, "nobody@example.com"] {
+                var tab = Tab(phone.login)
+                _ = await tab.open(.web())
+                let refused = await tab.push(username)
+                #expect(refused.status == 429 && refused.headers["Retry-After"] == "100", "\(username)")
+            }
+            #expect(await real.phoneStatus() == "pending")
+            #expect(await decoy.phoneStatus() == "pending")
+            phone.clock.advance(by: 101)
+            #expect(await real.phoneStatus() == "expired")
+            #expect(await decoy.phoneStatus() == "expired")
+        }
+    }
+
+    @Test("with an enrolled phone, a password does not add the first passkey; signing in with the phone does")
+    func phoneBeforePasskeys() async throws {
+        try await withPhoneLogin(passkeys: true) { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            var ann = try await PasskeysPage.signIn(phone.login, as: OP.ann)
+            #expect(!ann.mayManage && ann.tab.has("passkey-form") && ann.tab.html.contains("No passkeys yet."))
+            let key = try SoftwareAuthenticator(.p256)
+            var ceremony = Ceremony(challenge: try await ann.signInChallenge())
+            PhoneLogin.passkeyCeremony(&ceremony)
+            let planted = await ann.add(try key.register(ceremony).json)
+            #expect(planted.status == 403 && ann.tab.alert?.contains("sign in with your phone") == true)
+            #expect(ann.tab.html.contains("No passkeys yet.") && !ann.mayManage)
+            // Bob has no phone: his password adds his first passkey.
+            var bob = try await PasskeysPage.signIn(phone.login, as: OP.bob)
+            #expect(bob.mayManage)
+            try await bob.register(try SoftwareAuthenticator(.p256), PhoneLogin.passkeyCeremony)
+
+            // Ann signs in with her phone in the same browser: the page lets her add one now.
+            let request = AuthRequest.web().with("acr_values", ACR.phone)
+            #expect(await ann.tab.open(request).status == 200)
+            #expect(await ann.tab.push(OP.ann).status == 200)
+            let number = try #require(ann.tab.number)
+            #expect(try await device.answer([.confirmation(.accept(number: number))]).isApproved)
+            let token = try await idToken(phone.op, await ann.tab.complete(), request)
+            #expect(token.claims.acr == ACR.phone)
+            #expect(await ann.tab.get(LoginServer.passkeysPath).status == 200)
+            #expect(ann.mayManage && ann.tab.html.contains("No passkeys yet."))
+            try await ann.register(key, PhoneLogin.passkeyCeremony)
+
+            var signIn = try await PasskeySignIn.open(phone.login, rpID: "id.example")
+            let passkey = try await signIn.signIn(key, userHandle: ann.userHandle, PhoneLogin.passkeyCeremony)
+            let passkeyToken = try await idToken(phone.op, passkey, signIn.request)
+            #expect(passkeyToken.claims.sub == OP.ann && passkeyToken.claims.acr == ACR.passkey)
+        }
+    }
 }

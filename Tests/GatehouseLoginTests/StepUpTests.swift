@@ -99,4 +99,45 @@ struct StepUpTests {
             #expect(jsonObject(response)["acr_values_supported"] as? [String] == [ACR.app, ACR.password, ACR.phone])
         }
     }
+
+    @Test(
+        "consent for acr passkey: refused once a password sign-in on another page of the browser replaced the session"
+    )
+    func consentAfterAnotherSignIn() async throws {
+        try await withPasskeyLogin { op in
+            var ann = try await PasskeysPage.signIn(op.login, as: OP.ann)
+            let key = try SoftwareAuthenticator(.p256)
+            try await ann.register(key)
+            let request = AuthRequest.web().with("acr_values", ACR.passkey).with("prompt", "consent")
+
+            // Undisturbed, the consent gives the passkey's code.
+            var calm = try await PasskeySignIn.open(op.login, request)
+            #expect(!calm.tab.has("sign-in") && !calm.tab.has("password"))
+            let asked = try await calm.signIn(key, userHandle: ann.userHandle)
+            #expect(asked.status == 200 && calm.tab.html.contains("Allow Web Shop?"))
+            let allowed = await calm.tab.post(LoginServer.consentPath, calm.tab.pageForm + [("decision", "allow")])
+            let token = try await idToken(op, allowed, request)
+            #expect(token.claims.acr == ACR.passkey && token.claims.amr == ["swk", "user", "mfa"])
+
+            // The consent page waits while another page of the same browser signs in with the password.
+            var first = try await PasskeySignIn.open(op.login, request)
+            _ = try await first.signIn(key, userHandle: ann.userHandle)
+            #expect(first.tab.html.contains("Allow Web Shop?"))
+            let consentForm = first.tab.pageForm
+            var second = Tab(op.login)
+            second.jar = first.tab.jar
+            let other = AuthRequest.web().with("prompt", "login")
+            #expect(await second.open(other).status == 200)
+            let password = await second.post(
+                LoginServer.authorizePath,
+                second.pageForm + [("username", OP.ann), ("password", OP.password)]
+            )
+            #expect(try await idToken(op, password, other).claims.acr == ACR.password)
+            #expect(second.jar["gh_sso"] != nil && second.jar["gh_sso"] != first.tab.jar["gh_sso"])
+            first.tab.jar = second.jar
+            let refused = await first.tab.post(LoginServer.consentPath, consentForm + [("decision", "allow")])
+            #expect(refused.status == 400 && refused.headers["Location"] == nil)
+            #expect(first.tab.alert == "Web Shop asks for another way of signing in. Start again in the app.")
+        }
+    }
 }
