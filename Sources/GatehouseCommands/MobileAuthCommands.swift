@@ -321,7 +321,8 @@ struct PortalOptions: ParsableArguments {
             var verdict = "\(result.status.rawValue)"
             if let method = result.authenticationMethod { verdict += " with \(method)" }
             if let reason = result.reason { verdict += " (\(reason))" }
-            if let verified = result.signatureVerified {
+            // A signature is news when it approved, or when it did not verify.
+            if let verified = result.signatureVerified, result.isAuthenticated || !verified {
                 verdict += verified ? "; signature verified" : "; BAD signature"
             }
             if user == nil, let scanned = result.userID { verdict += "; user \(scanned)" }

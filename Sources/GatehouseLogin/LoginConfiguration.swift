@@ -72,6 +72,8 @@ public struct LoginConfiguration: Decodable, Sendable {
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             id = try container.decode(String.self, forKey: .id)
+            // `@…` names the login's own clients.
+            guard !id.hasPrefix("@") else { throw container.invalid(.id, "a client id cannot start with @") }
             name = try container.decode(String.self, forKey: .name, default: id)
             redirectURIs = try container.decode([String].self, forKey: .redirectURIs, default: [])
             loopbackRedirectPaths = try container.decode([String].self, forKey: .loopbackRedirectPaths, default: [])

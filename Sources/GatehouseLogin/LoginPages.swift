@@ -48,6 +48,8 @@ enum LoginPages {
           button { width: 100%; margin-top: 1.25rem; padding: .7rem; border: 0; border-radius: 8px;
                    background: var(--accent); color: #fff; font: inherit; font-weight: 600; cursor: pointer; }
           button.secondary { background: #e7ebf3; color: #1c2333; margin-top: .6rem; }
+          a.button { display: block; box-sizing: border-box; text-align: center; text-decoration: none; padding: .7rem;
+                     border-radius: 8px; font-weight: 600; margin-top: .6rem; background: #e7ebf3; color: #1c2333; }
           .error { background: #fdecec; color: #8a1c1c; border-radius: 8px; padding: .6rem .75rem; margin: 0 0 1rem; }
           .notice { background: #e8f4ec; color: #1d5b32; border-radius: 8px; padding: .6rem .75rem; margin: 0 0 1rem; }
           .number { font-size: 3rem; font-weight: 700; letter-spacing: .1em; text-align: center; margin: .5rem 0; }
@@ -61,8 +63,8 @@ enum LoginPages {
           @media (prefers-color-scheme: dark) {
             body { background: #10141d; color: #e6e9f0; } main { background: #1a2030; box-shadow: none; }
             p.lead, footer { color: #9aa4ba; } input[type=email], input[type=password], input[type=text] {
-            background: #10141d; color: #e6e9f0; border-color: #39425a; } button.secondary { background: #2a3246;
-            color: #e6e9f0; } .error { background: #4a1c1c; color: #ffd9d9; } }
+            background: #10141d; color: #e6e9f0; border-color: #39425a; } button.secondary, a.button {
+            background: #2a3246; color: #e6e9f0; } .error { background: #4a1c1c; color: #ffd9d9; } }
         </style>
         </head>
         <body>
@@ -100,7 +102,8 @@ enum LoginPages {
           <input type="hidden" name="credential" id="passkey-credential">
           <button type="button" id="passkey" class="secondary">Sign in with a passkey</button>
         </form>
-        {{/passkey}}{{#providers}}<form method="post" action="{{federationAction}}" class="federation">
+        {{/passkey}}{{#phoneLink}}<a class="button secondary" id="phone-link" href="{{phoneLink}}">Sign in with your phone</a>
+        {{/phoneLink}}{{#providers}}<form method="post" action="{{federationAction}}" class="federation">
           <input type="hidden" name="authorization" value="{{authorization}}">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <button type="submit" name="provider" value="{{id}}" class="secondary">Sign in with {{name}}</button>
@@ -142,7 +145,7 @@ enum LoginPages {
         {{/number}}{{#qr}}<h1>Scan with your phone</h1>
         <p class="lead">Open the Gatehouse app on your phone and scan this code to sign in to {{client}}.</p>
         <div class="qr" id="qr-code">{{{svg}}}</div>
-        <p class="code">Or type the code: <code id="otp">{{code}}</code></p>
+        <p class="code">Or copy this code into the app: <code id="otp">{{code}}</code></p>
         {{/qr}}{{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
         <p class="lead" id="phone-state" role="status" aria-live="polite">Waiting for your phone (at most {{seconds}} seconds)…</p>
         <form id="phone-complete" method="post" action="{{action}}" data-status="{{status}}">
@@ -173,13 +176,14 @@ enum LoginPages {
           <input id="passkey-name" name="name" type="text" maxlength="64" value="Passkey" required>
           <button type="button" id="passkey-add">Add a passkey</button>
         </form>
-        {{/manage}}{{#confirm}}<p class="lead">To add or remove passkeys, confirm with one of yours first.</p>
+        {{/manage}}{{#confirm}}<p class="lead">To add or remove passkeys, confirm it is you first: with one of your passkeys{{#phoneLink}}, or with your phone{{/phoneLink}}.</p>
         <form id="passkey-form" method="post" action="{{action}}" data-options="{{options}}">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <input type="hidden" name="credential" id="passkey-credential">
           <button type="button" id="passkey">Confirm with a passkey</button>
         </form>
-        {{/confirm}}        <script src="{{script}}" defer></script>
+        {{#phoneLink}}<a class="button secondary" id="phone-link" href="{{phoneLink}}">Confirm with your phone</a>
+        {{/phoneLink}}{{/confirm}}        <script src="{{script}}" defer></script>
         """
 
     static let notice = """

@@ -166,7 +166,7 @@ extension LoginServer {
         var response: WireResponse
         if let csrf = try await store.renewCSRF(pending.authorizationID, now: now),
             let (authorization, _) = try await store.authorization(pending.authorizationID, csrf: csrf, now: now),
-            let client = configuration.clients.first(where: { $0.id == authorization.clientID })
+            let client = pageClient(authorization.clientID)
         {
             if try await isConsented(client, subject, authorization) {
                 response = try await finish(pending.authorizationID, session: session, authorization)

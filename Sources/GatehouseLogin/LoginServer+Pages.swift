@@ -15,7 +15,7 @@ extension LoginServer {
         guard request.path.utf8.count <= 4096, let query = FormFields(queryOf: request.path) else {
             throw LoginError("The sign-in link is malformed.")
         }
-        guard let clientID = query["client_id"], let client = configuration.clients.first(where: { $0.id == clientID })
+        guard let clientID = query["client_id"], let client = pageClient(clientID)
         else { throw LoginError("The sign-in link names no application this login knows.") }
         guard let redirectURI = query["redirect_uri"], LoginConfiguration.allows(redirectURI, for: client) else {
             throw LoginError("The sign-in link's return address is not registered for \(client.name).")
@@ -396,7 +396,7 @@ extension LoginServer {
         guard let id = fields["authorization"], let csrf = fields["csrf"], !csrf.isEmpty,
             cookie(Self.cookieName(id), in: request).map({ ConstantTime.equals($0, csrf) }) == true,
             let (authorization, _) = try await store.authorization(id, csrf: csrf, now: now),
-            let client = configuration.clients.first(where: { $0.id == authorization.clientID })
+            let client = pageClient(authorization.clientID)
         else { throw expired }
         return (fields, authorization, client)
     }

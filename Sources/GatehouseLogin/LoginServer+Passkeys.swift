@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseKernel
+import GatehouseOpenID
 import GatehouseProtocol
 import GatehouseServer
 import GatehouseWebAuthn
@@ -211,6 +212,7 @@ extension LoginServer {
             "passkey": ["options": Self.passkeyRegistrationOptionsPath, "action": Self.passkeysPath],
             "script": Self.scriptPath,
         ]
+        if let link = phoneConfirmation { values["phoneLink"] = link }
         if let error { values["error"] = error }
         return page(
             status,
@@ -233,6 +235,22 @@ extension LoginServer {
             session.subject,
             identityProviders: directoryIdentityProviders.sorted()
         )
+    }
+
+    /// Where the passkeys page sends a user to confirm with their phone: the login page for the
+    /// login's own client, asking for the phone's `acr`, which comes back here signed in. Nil
+    /// when the login has no phone sign-in.
+    private var phoneConfirmation: String? {
+        guard configuration.phone != nil, phone.withLock({ $0 }) != nil else { return nil }
+        // The code is never redeemed: the verifier is thrown away with it.
+        let verifier = Data.random(count: 32).base64URLEncodedString
+        return Self.authorizePath + "?"
+            + FormFields.encode([
+                ("client_id", Self.accountClientID), ("redirect_uri", accountClient.redirectURIs[0]),
+                ("response_type", "code"), ("state", Data.random(count: 12).base64URLEncodedString),
+                ("code_challenge", PKCE.challenge(for: verifier)), ("code_challenge_method", "S256"),
+                ("acr_values", Self.phoneACR), ("prompt", "login"),
+            ])
     }
 
     /// The account page's passkey sign-in: its challenges belong to the page's CSRF token.
@@ -270,7 +288,12 @@ extension LoginServer {
         if let error { values["error"] = error }
         if let notice { values["notice"] = notice }
         // Mustache sections: the add form and remove buttons, or the passkey that confirms first.
-        if mayManage { values["manage"] = true } else { values["confirm"] = true }
+        if mayManage {
+            values["manage"] = true
+        } else {
+            values["confirm"] = true
+            if let link = phoneConfirmation { values["phoneLink"] = link }
+        }
         return page(
             status,
             "Your passkeys",

@@ -62,6 +62,10 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
     let qrLimiter: RateLimiter
     /// Passkey sign-in attempts (options asked, assertions sent) per client address.
     let passkeyLimiter: RateLimiter
+    /// The login's own client: the passkeys page signs users in through the login page (with a
+    /// phone or a passkey, as `acr_values` ask) and takes them back to itself. Its code is never
+    /// redeemed, and no manifest client can have its id (ids cannot start with `@`).
+    let accountClient: LoginConfiguration.Client
     /// The relying parties of the `federation` providers, by id.
     let relyingParties: [String: OpenIDRelyingParty]
     /// The identity providers whose subjects are this login's usernames (`idp.browser` entries
@@ -95,6 +99,15 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
         )
         logoutDelivery = LogoutDeliverer(logger: environment.logger)
         relyingParties = try Self.makeRelyingParties(configuration, issuer: issuer, clock: environment.clock)
+        var account = try ConfigurationDecoder().decode(
+            LoginConfiguration.Client.self,
+            from: .object([
+                "id": .string("account"), "name": .string("your passkeys"),
+                "redirectURIs": .list([.string(issuer + "/passkeys")]),
+            ])
+        )
+        account.id = Self.accountClientID
+        accountClient = account
         hasher = PasswordHasher(logN: configuration.passwordCost, blockSize: 8, parallelism: 1)
         clock = environment.clock
         cpuWork = environment.cpuWork
@@ -152,6 +165,14 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
     }
 
     var now: Double { clock.now.timeIntervalSince1970 }
+
+    /// The id of ``accountClient``.
+    static let accountClientID = "@account"
+
+    /// A client the sign-in pages may serve: the manifest's, or the login's own.
+    func pageClient(_ id: String) -> LoginConfiguration.Client? {
+        id == Self.accountClientID ? accountClient : configuration.clients.first { $0.id == id }
+    }
 
     // MARK: - Users
 

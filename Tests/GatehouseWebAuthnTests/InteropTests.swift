@@ -184,7 +184,10 @@ import Testing
     @Test
     func credentialsBothWays() throws {
         // Never skipped: scripts/install-dependencies installs the peer (py_webauthn) and its helpers.
-        try #require(Self.pythonReady, "python3 with webauthn, cbor2 and cryptography: run scripts/install-dependencies")
+        try #require(
+            Self.pythonReady,
+            "python3 with webauthn, cbor2 and cryptography: run scripts/install-dependencies"
+        )
         let party = CeremonyTests.party
         // Ours, for py_webauthn: options and a credential of each kind, registered and used once.
         var credentials: [[String: String]] = []

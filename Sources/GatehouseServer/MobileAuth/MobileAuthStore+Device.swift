@@ -32,7 +32,8 @@ extension ServerStore {
     }
 
     /// The profile's pending requests, newest first; `after`: only deliveries after that sequence
-    /// number (the event channel's `Last-Event-ID`). The proof is recorded: a replayed one is refused.
+    /// number (the event channel's `Last-Event-ID`). Pushed ones only: a scanned code's request
+    /// went to the app that scanned it, and another one listening must not answer it too. The proof is recorded: a replayed one is refused.
     func pending(_ profileID: String, proof: ProofUse, after: Int64 = 0) async throws -> [PendingDelivery] {
         try await write { db in
             _ = try self.enrolledDevice(profileID, proof: proof, db)
@@ -74,7 +75,7 @@ extension ServerStore {
             sql: """
                 SELECT d.seq, d.sealed, t.id, t.message, t.created_at, t.expires_at FROM mobile_deliveries d
                 JOIN mobile_transactions t ON t.id = d.transaction_id
-                WHERE d.profile_id = ? AND d.seq > ? AND t.status = 'pending' AND t.expires_at > ?
+                WHERE d.profile_id = ? AND d.seq > ? AND t.status = 'pending' AND t.expires_at > ? AND t.delivery = 'push'
                 ORDER BY t.created_at DESC, d.seq DESC
                 """,
             arguments: [profileID, after, now]
