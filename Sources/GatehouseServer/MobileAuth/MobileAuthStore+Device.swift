@@ -31,6 +31,24 @@ extension ServerStore {
         return row
     }
 
+    /// Whether `subject` has a device enrolled under one of `identityProviders`.
+    func hasEnrolledDevice(_ subject: String, identityProviders: [String]) async throws -> Bool {
+        try await lookup { db in
+            for provider in identityProviders
+            where try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT 1 FROM mobile_enrolments WHERE identity_provider = ? AND subject = ? AND NOT disenrolled
+                    LIMIT 1
+                    """,
+                arguments: [provider, subject]
+            ) != nil {
+                return true
+            }
+            return false
+        }
+    }
+
     /// The profile's pending requests, newest first; `after`: only deliveries after that sequence
     /// number (the event channel's `Last-Event-ID`). Pushed ones only: a scanned code's request
     /// went to the app that scanned it, and another one listening must not answer it too. The proof is recorded: a replayed one is refused.

@@ -114,21 +114,7 @@ public struct PhoneSignIn: Sendable {
     /// Whether `subject` has a device enrolled for mobile authentication under one of
     /// `identityProviders`.
     public func hasEnrolledDevice(_ subject: String, identityProviders: [String]) async throws -> Bool {
-        let server = try tokenServer()
-        return try await server.store.lookup { db in
-            for provider in identityProviders
-            where try Int.fetchOne(
-                db,
-                sql: """
-                    SELECT 1 FROM mobile_enrolments WHERE identity_provider = ? AND subject = ? AND NOT disenrolled
-                    LIMIT 1
-                    """,
-                arguments: [provider, subject]
-            ) != nil {
-                return true
-            }
-            return false
-        }
+        try await tokenServer().store.hasEnrolledDevice(subject, identityProviders: identityProviders)
     }
 
     /// Seconds a transaction of the type stays open; nil for a type the server does not have.
