@@ -292,7 +292,12 @@ extension LoginServer {
             values["manage"] = true
         } else {
             values["confirm"] = true
-            if let link = phoneConfirmation { values["phoneLink"] = link }
+            // The phone only for a user who has one.
+            if let link = phoneConfirmation, let phone = phone.withLock({ $0 }),
+                try await phone.hasEnrolledDevice(subject, identityProviders: directoryIdentityProviders.sorted())
+            {
+                values["phoneLink"] = link
+            }
         }
         return page(
             status,

@@ -89,12 +89,25 @@ struct MobileAuthCommandTests {
         let code = decoder.output.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(code == String(printed))
 
+        // A device listen on the same device meanwhile: a scanned code's request is the scan's
+        // alone, never sent on the events channel, so the two do not race for it.
+        let listen = try Session(["device", "listen"] + device)
+        defer { listen.process.terminate() }
+        _ = try await listen.waitFor("Listening for requests")
+        try await Task.sleep(for: .seconds(2))  // past the connection's start
+
         let scan = try Session(["device", "scan", code] + device)
         _ = try await scan.waitFor("12.00 EUR to Example Shop, order 1234")
         _ = try await scan.waitFor("PIN (")
+        // Claimed and pending while the PIN is asked: listen is shown nothing.
+        try await Task.sleep(for: .seconds(3))
+        #expect(!listen.errors.withLock { $0 }.contains("Request "), "\(listen.errors.withLock { $0 })")
         scan.type("258147")
         #expect(try await scan.finish() == 0, "\(scan.errors.withLock { $0 })")
         #expect(scan.output.withLock { $0 }.contains("Approved."))
+        #expect(!scan.errors.withLock { $0 }.contains("alreadyHandled"))
+        #expect(listen.process.isRunning, "\(listen.errors.withLock { $0 })")
+        #expect(!listen.errors.withLock { $0 }.contains("Request ") && listen.output.withLock { $0 }.isEmpty)
         #expect(try await portal.finish() == 0, "\(portal.errors.withLock { $0 })")
         #expect(
             portal.output.withLock { $0 }.contains(

@@ -4,6 +4,7 @@ import GatehouseKernel
 import GatehouseLogin
 import GatehouseOpenID
 import GatehouseProtocol
+import GatehouseServer
 import GatehouseTesting
 import Testing
 
@@ -406,6 +407,180 @@ struct PhoneSignInTests {
             let passkey = try await signIn.signIn(key, userHandle: ann.userHandle, PhoneLogin.passkeyCeremony)
             let passkeyToken = try await idToken(phone.op, passkey, signIn.request)
             #expect(passkeyToken.claims.sub == OP.ann && passkeyToken.claims.acr == ACR.passkey)
+        }
+    }
+
+    @Test(
+        "the passkeys page of a password session with a phone links to the phone; approved there, it comes back with acr phone and adds a passkey"
+    )
+    func confirmWithThePhone() async throws {
+        try await withPhoneLogin(passkeys: true) { phone in
+            let device = try await phone.device("ann-phone", of: OP.ann)
+            // Bob has no phone: his password manages his passkeys, and no link is offered.
+            let bob = try await PasskeysPage.signIn(phone.login, as: OP.bob)
+            #expect(bob.mayManage && !bob.tab.has("phone-link"))
+
+            var ann = try await PasskeysPage.signIn(phone.login, as: OP.ann)
+            #expect(!ann.mayManage && ann.tab.has("passkey-form"))
+            #expect(ann.tab.text(of: "phone-link") == "Confirm with your phone")
+            let link = try #require(ann.tab.phoneLink, "\(ann.tab.html)")
+            let state = try Self.checkAccountLink(link)
+
+            // The login page for the login's own client offers the phone only.
+            #expect(await ann.tab.get(link).status == 200, "\(ann.tab.alert ?? ann.tab.html)")
+            #expect(ann.tab.has("push") && ann.tab.has("qr"))
+            #expect(!ann.tab.has("sign-in") && !ann.tab.has("passkey") && !ann.tab.has("password"))
+            #expect(await ann.tab.push(OP.ann).status == 200)
+            let number = try #require(ann.tab.number)
+            #expect(try await device.answer([.confirmation(.accept(number: number))]).isApproved)
+            let back = try Self.backOnPasskeysPage(await ann.tab.complete(), state: state)
+
+            // The browser follows the redirect: signed in with the phone, the page manages.
+            #expect(await ann.tab.get(back).status == 200)
+            #expect(ann.tab.html.contains("Signed in as <strong>\(OP.ann)</strong>"))
+            #expect(ann.mayManage && !ann.tab.has("phone-link") && ann.tab.html.contains("No passkeys yet."))
+            let key = try SoftwareAuthenticator(.p256)
+            try await ann.register(key, PhoneLogin.passkeyCeremony)
+            // The session is the phone's: a client asking for acr phone gets a code at once.
+            let stepUp = AuthRequest.web().with("acr_values", ACR.phone)
+            let token = try await idToken(phone.op, await ann.tab.open(stepUp), stepUp)
+            #expect(token.claims.sub == OP.ann && token.claims.acr == ACR.phone && token.claims.amr == ["swk"])
+            // The passkey added signs her in.
+            var signIn = try await PasskeySignIn.open(phone.login, rpID: "id.example")
+            let passkey = try await signIn.signIn(key, userHandle: ann.userHandle, PhoneLogin.passkeyCeremony)
+            let passkeyToken = try await idToken(phone.op, passkey, signIn.request)
+            #expect(passkeyToken.claims.sub == OP.ann && passkeyToken.claims.acr == ACR.passkey)
+        }
+    }
+
+    @Test("the passkeys page without a session offers the phone too: a scanned QR code brings the user back, managing")
+    func signInWithThePhone() async throws {
+        try await withPhoneLogin(passkeys: true) { phone in
+            let device = try await phone.device("bob-phone", of: OP.bob)
+            var tab = Tab(phone.login)
+            #expect(await tab.get(LoginServer.passkeysPath).status == 200)
+            #expect(tab.has("password") && tab.text(of: "phone-link") == "Sign in with your phone")
+            let link = try #require(tab.phoneLink, "\(tab.html)")
+            let state = try Self.checkAccountLink(link)
+            #expect(await tab.get(link).status == 200)
+            #expect(tab.has("qr") && !tab.has("sign-in") && !tab.has("password"))
+            #expect(await tab.qrCode().status == 200)
+            let otp = try #require(tab.text(of: "otp"))
+            #expect(await device.scan(otp, [.confirmation(.accept)]).isApproved)
+            let back = try Self.backOnPasskeysPage(await tab.complete(), state: state)
+            #expect(tab.jar["gh_sso"] != nil)
+            var page = PasskeysPage(tab: tab)
+            #expect(await page.tab.get(back).status == 200)
+            #expect(page.tab.html.contains("Signed in as <strong>\(OP.bob)</strong>") && page.mayManage)
+            try await page.register(try SoftwareAuthenticator(.ed25519), PhoneLogin.passkeyCeremony)
+        }
+        // A login without phone sign-in has no link to offer.
+        try await withPasskeyLogin { op in
+            var tab = Tab(op.login)
+            #expect(await tab.get(LoginServer.passkeysPath).status == 200)
+            #expect(tab.has("password") && !tab.has("phone-link"))
+        }
+    }
+
+    @Test("the login's own client @account: its codes are redeemed at the token endpoint by nobody")
+    func accountClientCodes() async throws {
+        try await withPhoneLogin(passkeys: true) { phone in
+            // A request for @account made by hand, its verifier known: signed in with the password.
+            let request = AuthRequest(clientID: "@account", redirectURI: OP.issuer + "/passkeys")
+            var tab = Tab(phone.login)
+            #expect(await tab.open(request).status == 200, "\(tab.alert ?? tab.html)")
+            let answer = await tab.post(
+                LoginServer.authorizePath,
+                tab.pageForm + [("username", OP.ann), ("password", OP.password)]
+            )
+            _ = try Self.backOnPasskeysPage(answer, state: request.state)
+            let code = try #require(redirectQuery(answer)["code"])
+            let form = [
+                ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", request.redirectURI),
+                ("code_verifier", request.verifier),
+            ]
+            for auth in [ClientAuth.none("@account"), .post("@account", "any-secret-0123456789")] {
+                let refused = await phone.op.token(form, auth: auth)
+                #expect(refused.status == 401 && refused.error == "invalid_client", "\(refused.text)")
+                #expect(refused["access_token"] == nil && refused["id_token"] == nil)
+            }
+            // Another client's credentials do not redeem it either: the code is not theirs.
+            let web = await phone.op.token(form, auth: defaultAuth(OP.web))
+            #expect(web.status == 400 && web.error == "invalid_grant", "\(web.text)")
+        }
+    }
+
+    @Test("a manifest cannot name a client @…: login clients and mobile-auth API clients are refused")
+    func clientIDsStartingWithAt() throws {
+        for id in ["@x", "@account"] {
+            let login = ConfigValue.object([
+                "clients": .list([
+                    .object(["id": .string("web"), "redirectURIs": .list([.string(OP.webRedirect)])]),
+                    .object(["id": .string(id), "redirectURIs": .list([.string(OP.webRedirect + "/at")])]),
+                ])
+            ])
+            #expect(Self.refusal(LoginConfiguration.self, login) == "clients[1].id: a client id cannot start with @")
+            let mobileAuth = ConfigValue.object([
+                "apiClients": .list([.object(["id": .string(id), "secret": .string("portal-secret-0123456789")])]),
+                "types": .list([.object(["name": .string("login"), "method": .string("confirmation")])]),
+            ])
+            #expect(
+                Self.refusal(MobileAuthConfiguration.self, mobileAuth)
+                    == "apiClients[0].id: an API client id cannot start with @"
+            )
+        }
+        // The same without the @: accepted.
+        let login = ConfigValue.object([
+            "clients": .list([.object(["id": .string("x"), "redirectURIs": .list([.string(OP.webRedirect)])])])
+        ])
+        #expect(Self.refusal(LoginConfiguration.self, login) == nil)
+        let mobileAuth = ConfigValue.object([
+            "apiClients": .list([.object(["id": .string("x"), "secret": .string("portal-secret-0123456789")])]),
+            "types": .list([.object(["name": .string("login"), "method": .string("confirmation")])]),
+        ])
+        #expect(Self.refusal(MobileAuthConfiguration.self, mobileAuth) == nil)
+    }
+
+    /// Why `value` is not a `type`; nil when it decodes.
+    static func refusal<T: Decodable>(_ type: T.Type, _ value: ConfigValue) -> String? {
+        do {
+            _ = try ConfigurationDecoder().decode(type, from: value)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    /// Checks the passkeys page's phone link: the login page for @account, back to the passkeys
+    /// page, asking for the phone's acr and a fresh sign-in; its state.
+    static func checkAccountLink(_ link: String) throws -> String {
+        #expect(link.hasPrefix(LoginServer.authorizePath + "?"))
+        let query = try #require(FormFields(queryOf: link))
+        #expect(query["client_id"] == "@account" && query["redirect_uri"] == OP.issuer + "/passkeys")
+        #expect(query["acr_values"] == ACR.phone && query["prompt"] == "login")
+        #expect(query["response_type"] == "code" && query["code_challenge_method"] == "S256")
+        return try #require(query["state"])
+    }
+
+    /// Checks that `response` redirects to the passkeys page with a code and `state`; the path
+    /// the browser opens.
+    static func backOnPasskeysPage(_ response: WireResponse, state: String) throws -> String {
+        let location = response.headers["Location"] ?? ""
+        try #require(
+            response.status == 303 && location.hasPrefix(OP.issuer + "/passkeys?"),
+            "\(response.status) \(location) \(String(decoding: response.body, as: UTF8.self).prefix(600))"
+        )
+        let query = redirectQuery(response)
+        #expect(query["code"] != nil && query["state"] == state && query["iss"] == OP.issuer)
+        return String(location.dropFirst(OP.publicURL.count))
+    }
+}
+
+extension Tab {
+    /// Where the page's `#phone-link` goes, as the browser reads its `href`.
+    fileprivate var phoneLink: String? {
+        html.firstMatch(of: #/id="phone-link" href="([^"]*)"/#).map {
+            String($0.output.1).replacingOccurrences(of: "&amp;", with: "&")
         }
     }
 }

@@ -572,13 +572,14 @@ struct OTPMobileAuthTests {
             #expect(event.request.profileID == profile.id)
             #expect(event.sealed != nil)
 
-            // ...then eight copies of the app on it (one data directory) find the request, open
-            // it, and answer together once all eight hold it.
+            // ...then eight copies of the app on it (one data directory) take the request the
+            // claim answered (the pending list shows pushes only), open it, and answer together
+            // once all eight hold it.
             var copies: [(UserClient, PendingMobileAuthRequest)] = []
             for _ in 0..<8 {
                 let copy = try fixture.client("device")
-                let found = try await copy.pendingPushMobileAuthRequests()
-                copies.append((copy, try #require(found.first { $0.transactionID == started.transactionID })))
+                #expect(try await copy.pendingPushMobileAuthRequests().isEmpty)
+                copies.append((copy, try pending(copy, from: event.request)))
             }
             let gate = Gate(parties: copies.count)
             let results = await withTaskGroup(of: MobileAuthHandlingResult.self) { group in
@@ -718,6 +719,67 @@ struct OTPMobileAuthTests {
                 return
             }
             #expect(try await portalClient(fixture).result(started.transactionID).status == .approved)
+        }
+    }
+
+    @Test(
+        "a claimed code's request is the scanning app's alone: the events channel and the pending list carry only pushes",
+        arguments: Mode.allCases
+    )
+    func claimedCodeNotListed(mode: Mode) async throws {
+        try await withFixture(mode) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture, token: nil)
+            let portal = Portal(fixture: fixture)
+            let received = Mutex<[String]>([])
+            let listener = Task {
+                for try await request in client.mobileAuthRequests(for: profile, reconnectDelay: .milliseconds(100)) {
+                    received.withLock { $0.append(request.transactionID) }
+                }
+            }
+            defer { listener.cancel() }
+            // The channel is open: a push arrives on it.
+            let first = try await portal.started("login", message: "One")
+            #expect(await eventually { received.withLock { $0 } == [first.transactionID] })
+
+            // The app scans a code; while it asks its user, the transaction is claimed and pending.
+            let (scanned, otp) = try await startOTP(fixture, "login-qr")
+            let held = Latch()
+            let release = Latch()
+            let delegate = HeldAcceptance(asked: held, release: release)
+            let scan = Task { await client.handleOTPMobileAuthRequest(otp: otp, delegate: delegate) }
+            defer { release.open() }
+            #expect(await eventually(seconds: 10) { held.isOpen })
+            #expect(try lastClaim(fixture).status == 200)
+            #expect(try await portal.result(scanned.transactionID).status == .pending)
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(received.withLock { $0 } == [first.transactionID])
+            #expect(try await client.pendingPushMobileAuthRequests().map(\.transactionID) == [first.transactionID])
+            // A channel opened now is told what is pending: the push only.
+            let late = Mutex<[String]>([])
+            let lateListener = Task {
+                for try await request in client.mobileAuthRequests(for: profile, reconnectDelay: .milliseconds(100)) {
+                    late.withLock { $0.append(request.transactionID) }
+                }
+            }
+            defer { lateListener.cancel() }
+            #expect(await eventually { late.withLock { $0 } == [first.transactionID] })
+
+            // A push started after the claim arrives on both channels and in the list.
+            let second = try await portal.started("payment", message: "Two", signingData: "two")
+            let both = [first.transactionID, second.transactionID]
+            #expect(await eventually { received.withLock { $0 } == both && late.withLock { $0 } == both })
+            #expect(
+                try await client.pendingPushMobileAuthRequests().map(\.transactionID)
+                    == [second.transactionID, first.transactionID]
+            )
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(received.withLock { $0 } == both && late.withLock { $0 } == both)
+
+            // The scanning app still answers it.
+            release.open()
+            #expect(isApproved(await scan.value))
+            #expect(try await portal.result(scanned.transactionID).status == .approved)
+            #expect(received.withLock { $0 } == both)
         }
     }
 }
@@ -874,6 +936,27 @@ private struct GatedAcceptance: MobileAuthRequestDelegate {
 
     func confirmation(_ challenge: MobileAuthConfirmationChallenge) async -> MobileAuthConfirmationResponse {
         await gate.arriveAndWait()
+        return .accept
+    }
+}
+
+/// A flag one task opens and others look at.
+private final class Latch: Sendable {
+    private let state = Mutex(false)
+
+    var isOpen: Bool { state.withLock { $0 } }
+
+    func open() { state.withLock { $0 = true } }
+}
+
+/// Opens `asked` when the confirmation is asked, then accepts once `release` opens (at most 30 s).
+private struct HeldAcceptance: MobileAuthRequestDelegate {
+    let asked: Latch
+    let release: Latch
+
+    func confirmation(_ challenge: MobileAuthConfirmationChallenge) async -> MobileAuthConfirmationResponse {
+        asked.open()
+        for _ in 0..<3000 where !release.isOpen { try? await Task.sleep(for: .milliseconds(10)) }
         return .accept
     }
 }
