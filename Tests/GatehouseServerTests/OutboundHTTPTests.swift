@@ -50,9 +50,9 @@ struct OutboundHTTPTests {
             #expect(moved.status == 307)
             #expect(reached.withLock { $0 } == 0)
 
-            let clock = ContinuousClock()
-            let started = clock.now
-            await #expect(throws: OutboundHTTP.Failure.self) {
+            // Ended by the call's own deadline, not by the client's 10 s read timeout: said by
+            // the error itself, since a loaded machine makes any bound on the time a guess.
+            let slow = await #expect(throws: OutboundHTTP.Failure.self) {
                 _ = try await OutboundHTTP.post(
                     try url("/slow"),
                     headers: [],
@@ -60,7 +60,7 @@ struct OutboundHTTPTests {
                     timeout: .milliseconds(500)
                 )
             }
-            #expect(clock.now - started < .seconds(5))
+            #expect(slow?.reason.contains("deadlineExceeded") == true, "\(String(describing: slow))")
             releasing.finish()
 
             await #expect(throws: OutboundHTTP.Failure.self) {
