@@ -210,6 +210,8 @@ let package = Package(
         .target(
             name: "GatehouseWebAuthn",
             dependencies: [
+                // ConstantTime, the kernel's.
+                "GatehouseKernel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -58,13 +58,3 @@ enum Base64URL {
         }
     }
 }
-
-/// Constant-time comparison of two byte strings of equal length (their lengths are not secret).
-enum ConstantTime {
-    static func equals(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for (left, right) in zip(lhs, rhs) { difference |= left ^ right }
-        return difference == 0
-    }
-}

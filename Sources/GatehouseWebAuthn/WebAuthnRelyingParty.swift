@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GatehouseKernel
 
 /// The relying party's side of WebAuthn Level 2 for passkeys: the options a page passes to
 /// `navigator.credentials.create` and `.get`, and the checks of their responses (§7.1, §7.2).
