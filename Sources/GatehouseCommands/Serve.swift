@@ -218,27 +218,8 @@ struct Serve: AsyncParsableCommand {
         configuration.maximumCancellationDuration = .seconds(2)
         let group = ServiceGroup(configuration: configuration)
         // Ctrl-C: the first drains (and says so), a second stops at once.
-        let signals = await UnixSignalsSequence(trapping: .sigint)
-        let interrupts = Task { [shutdownTimeout = settings.shutdownTimeout] in
-            var count = 0
-            for await _ in signals {
-                count += 1
-                if count == 1 {
-                    FileHandle.standardError.write(
-                        Data(
-                            """
-                            Draining: no new connections; waiting up to \(shutdownTimeout.components.seconds) s \
-                            for open requests. Press Ctrl-C again to stop at once.
-
-                            """.utf8
-                        )
-                    )
-                    await group.triggerGracefulShutdown()
-                } else {
-                    FileHandle.standardError.write(Data("Stopped at once.\n".utf8))
-                    Foundation.exit(ExitStatus.interrupted)
-                }
-            }
+        let interrupts = ServeInterrupts.install(shutdownTimeout: settings.shutdownTimeout) {
+            Task { await group.triggerGracefulShutdown() }
         }
         defer { interrupts.cancel() }
         do {
