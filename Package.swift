@@ -18,12 +18,16 @@ let package = Package(
         .library(name: "CustomAPIIdentityProvider", targets: ["CustomAPIIdentityProvider"]),
         .library(name: "BrowserIdentityProvider", targets: ["BrowserIdentityProvider"]),
         .library(name: "GatehouseServer", targets: ["GatehouseServer"]),
+        // APNs and FCM senders for the token server's pushes (`gatehouse serve` uses them).
+        .library(name: "GatehousePush", targets: ["GatehousePush"]),
         .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
         // An app's XignIn registration (Examples/XignInRegistration shows one).
         .library(name: "XignInClient", targets: ["XignInClient"]),
         .library(name: "GatehouseResourceServer", targets: ["GatehouseResourceServer"]),
         .library(name: "GatehouseCommands", targets: ["GatehouseCommands"]),
         .library(name: "GatehouseLogin", targets: ["GatehouseLogin"]),
+        // The admin console for a helpdesk, mounted under /admin/ beside the hosted login.
+        .library(name: "GatehouseAdminConsole", targets: ["GatehouseAdminConsole"]),
         .library(name: "GatehouseQRCode", targets: ["GatehouseQRCode"]),
         // JOSE, discovery and a relying party for OpenID Connect: the hosted login signs with it,
         // federates through it, and a web app can sign in with it.
@@ -69,6 +73,13 @@ let package = Package(
         // WebAuthn's packed attestation with a certificate (x5c): the attestation certificate's checks.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        // The tests' stand-ins for APNs and FCM speak HTTP/2 (AsyncHTTPClient resolves it anyway).
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        // Tracing: spans through swift-distributed-tracing's API, exported by `serve` over OTLP/HTTP
+        // when the OTEL_* variables ask for it. Only the OTLP/HTTP exporter: the gRPC one would add
+        // gRPC Swift to every clean build.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // The kernel: protocols, registry, manifest schema, challenges, errors. Foundation and swift-log only.
@@ -103,6 +114,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The token server as a library: HTTP through Hummingbird, state in SQLite through GRDB or in
@@ -125,6 +137,23 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // Real push delivery: APNs (HTTP/2, ES256 provider tokens) and FCM HTTP v1 (a service
+        // account's RS256 assertion for OAuth 2 access tokens), through AsyncHTTPClient. Apart from
+        // GatehouseServer so an embedded server does not carry RSA, TLS trust and key files.
+        .target(
+            name: "GatehousePush",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseOutbound",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // What an integrator's own API adds to accept Gatehouse tokens: a framework-free validator
@@ -164,7 +193,7 @@ let package = Package(
             dependencies: [
                 "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseClient", "GatehouseYAML",
                 "GatehousePlugins", "CustomAPIIdentityProvider", "XignInManager", "XignInClient", "XignInValidators",
-                "GatehouseLogin",
+                "GatehouseLogin", "GatehousePush", "GatehouseAdminConsole",
                 "BiometricAuthenticator", "BrowserIdentityProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -174,6 +203,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             // `gatehouse manifest example`: Examples/manifests compiled in, so they work from any folder.
             plugins: ["EmbedExampleManifests"]
@@ -201,6 +232,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The admin console: server-rendered pages under /admin/ where operators, signed in through
+        // the hosted login with a second factor, find users and act through the admin service.
+        .target(
+            name: "GatehouseAdminConsole",
+            dependencies: [
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseLogin", "GatehouseOpenID",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -414,6 +456,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The admin console against a token server with the hosted login on a loopback port: sign-in
+        // refusals, sessions, forms' tokens, read-only operators, and actions through the admin service.
+        .testTarget(
+            name: "GatehouseAdminConsoleTests",
+            dependencies: [
+                "GatehouseAdminConsole", "GatehouseLogin", "GatehouseServer", "GatehouseKernel", "GatehouseProtocol",
+                "GatehouseOpenID", "GatehouseClient", "GatehousePlugins", "GatehouseYAML", "GatehouseTesting",
+                "GatehousePostgresTestSupport", "BrowserIdentityProvider",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // A software authenticator (P-256, Ed25519, RSA) against the relying party's checks, and a fuzzer.
         .testTarget(
             name: "GatehouseWebAuthnTests",
@@ -487,6 +544,15 @@ let package = Package(
                 "BiometricAuthenticator", "GatehouseLogin", "GatehouseOpenID", "BrowserIdentityProvider",
                 "GatehouseResourceServer",
                 "GatehouseOutbound", "XignInManager",
+                // The push senders against HTTP/2 stand-ins for APNs and FCM, with a test CA.
+                "GatehousePush",
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -494,6 +560,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
     ],

@@ -77,7 +77,7 @@ struct Gatehouse: AsyncParsableCommand {
         subcommands: [
             Serve.self, Demo.self, Register.self, Login.self, Profiles.self, Deregister.self, Authenticators.self,
             ChangePin.self, Fetch.self, WebLogin.self, XignIn.self, DeviceCommands.self, PortalCommands.self,
-            UserCommands.self, SigningKeyCommands.self, ManifestCommands.self,
+            AdminCommands.self, UserCommands.self, SigningKeyCommands.self, ManifestCommands.self,
         ]
     )
 }

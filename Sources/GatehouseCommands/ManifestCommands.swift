@@ -1,6 +1,7 @@
 import ArgumentParser
 import BrowserIdentityProvider
 import Foundation
+import GatehouseAdminConsole
 import GatehouseKernel
 import GatehouseLogin
 import GatehouseServer
@@ -125,9 +126,9 @@ struct ManifestCommands: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check a manifest as `serve` would load it; prints one line and exits 0, or the problem and 78.",
             discussion: """
-                Every plugin is built with its configuration, the server, login and XignIn sections are read, \
-                and ${publicURL} is resolved (to server.publicURL, else http://127.0.0.1:8080). Nothing is \
-                opened or created.
+                Every plugin is built with its configuration, the server, login, XignIn and admin console \
+                sections are read, and ${publicURL} is resolved (to server.publicURL, else \
+                http://127.0.0.1:8080). Nothing is opened or created.
                 """
         )
 
@@ -160,6 +161,19 @@ enum ManifestCheck {
         }
         if manifest.sections["xignin"] != nil {
             _ = try manifest.section("xignin", as: XignInManagerConfiguration.self)
+        }
+        // The admin console's operators sign in at the hosted login, as one of its clients.
+        if manifest.sections["adminConsole"] != nil {
+            let console = try manifest.section("adminConsole", as: AdminConsoleConfiguration.self)
+            guard let login = try? manifest.section("login", as: LoginConfiguration.self),
+                login.clients.contains(where: { $0.id == console.loginClient })
+            else {
+                throw ManifestError(
+                    source: manifest.source,
+                    path: "adminConsole.loginClient",
+                    problem: "the login section has no client \"\(console.loginClient)\" for the admin console"
+                )
+            }
         }
         try TokenServer.check(manifest: manifest, registry: try CommandSupport.registry, environment: environment)
     }

@@ -1,10 +1,12 @@
 import ArgumentParser
 import BrowserIdentityProvider
 import Foundation
+import GatehouseAdminConsole
 import GatehouseKernel
 import GatehouseLogin
 import GatehousePlugins
 import GatehouseProtocol
+import GatehousePush
 import GatehouseServer
 import Hummingbird
 import Logging
@@ -23,7 +25,9 @@ struct Serve: AsyncParsableCommand {
             Every option may instead come from an environment variable (the flag wins): \
             GATEHOUSE_MANIFEST, GATEHOUSE_DATABASE, GATEHOUSE_HOST, GATEHOUSE_PORT, GATEHOUSE_LOG_LEVEL, \
             GATEHOUSE_LOG_FORMAT, GATEHOUSE_REQUEST_TIMEOUT, GATEHOUSE_MAX_CONNECTIONS, \
-            GATEHOUSE_MAX_CONNECTIONS_PER_ADDRESS, GATEHOUSE_SHUTDOWN_TIMEOUT, GATEHOUSE_METRICS (true or false).
+            GATEHOUSE_MAX_CONNECTIONS_PER_ADDRESS, GATEHOUSE_SHUTDOWN_TIMEOUT, GATEHOUSE_METRICS (true or false). \
+            Traces are exported over OTLP/HTTP when the OpenTelemetry variables ask for them \
+            (OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp), and are off otherwise.
             """
     )
 
@@ -80,6 +84,14 @@ struct Serve: AsyncParsableCommand {
             throw CommandSupport.usageError(error.description)
         }
         let logger = settings.logger("gatehouse.server")
+        // Traces when the OTEL_* variables ask for them (ServeTracing): installed before anything
+        // that makes spans, exported by a service that stops last.
+        let tracing: (any Service)?
+        do {
+            tracing = try ServeTracing.bootstrap(version: GatehouseCommandLine.version, logger: logger)
+        } catch let error as SettingError {
+            throw CommandSupport.usageError(error.description)
+        }
         let created = CreatedFiles(database: settings.database)
         // One process per SQLite database: a second one would not hear the first one's
         // announcements (docs/PRODUCTION.md). Held until the process ends.
@@ -106,10 +118,22 @@ struct Serve: AsyncParsableCommand {
         let shownHost = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
         let servedURL = "http://\(shownHost):\(port)"
         let registry = PrometheusCollectorRegistry()
+        if settings.metrics {
+            registry.makeGauge(
+                descriptor: MetricNameDescriptor(
+                    namespace: "gatehouse",
+                    metricName: "build",
+                    unitName: "info",
+                    helpText: "The version running, as a label (the value is always 1)."
+                ),
+                labels: [("version", GatehouseCommandLine.version)]
+            ).set(to: 1)
+        }
         let server: TokenServer
         var storage: ServerStorage?
         var xignin: XignInManager?
         var hostedLogin: LoginServer?
+        var pushSenders: PushSenders?
         do {
             var environment = CommandSupport.environment(logger: logger)
             environment.cpuWork = ThreadPoolCPUWork(pool: NIOThreadPool.singleton)
@@ -136,6 +160,17 @@ struct Serve: AsyncParsableCommand {
                 hostedLogin = login
                 environment.services[BrowserLoginServiceKey.self, named: CommandSupport.loginService] = login
             }
+            // The admin console is mounted under /admin/ when the manifest has an `adminConsole`
+            // section: operators sign in at the hosted login, and act through the server's admin
+            // service, which the server hands it once built.
+            if let console = try CommandSupport.adminConsole(
+                loaded,
+                login: hostedLogin,
+                storage: opened,
+                environment: environment
+            ) {
+                extensions.append(console)
+            }
             // The XignIn manager is mounted when the manifest has an `xignin` section: its state
             // is in the storage, its activation mails go to this instance's outbox folder.
             if loaded.sections["xignin"] != nil {
@@ -151,21 +186,28 @@ struct Serve: AsyncParsableCommand {
                 extensions.append(manager)
                 xignin = manager
             }
+            // APNs and FCM as `server.mobileAuth.push` names them: a key file that is missing, open
+            // to others or not a key stops the start here, in one line.
+            let senders = try await PushSenders(manifest: loaded, logger: logger)
+            pushSenders = senders
             server = try await TokenServer(
                 manifest: loaded,
                 registry: try CommandSupport.registry,
                 storage: opened,
                 environment: environment,
                 extensions: extensions,
+                pushTransports: senders.transports,
                 metrics: settings.metrics ? PrometheusMetricsFactory(registry: registry) : nil
             )
         } catch let error where error is ServerDatabaseError || error is DatabaseFailure {
+            await pushSenders?.shutdown()
             await storage?.shutdown()
             // The database may come back: a failure worth a service manager's restart.
             created.remove()
             _ = CommandSupport.fail(error)
             throw ExitCode(ExitStatus.unavailable)
         } catch {
+            await pushSenders?.shutdown()
             await storage?.shutdown()
             created.remove()
             // A manifest that cannot be used is a configuration error (EX_CONFIG), not worth a
@@ -209,7 +251,7 @@ struct Serve: AsyncParsableCommand {
         // The HTTP server and the janitor that keeps its tables from growing, stopped together;
         // a shutdown waits for open requests at most `shutdownTimeout`.
         var configuration = ServiceGroupConfiguration(
-            services: [application, TokenJanitor(server: server)]
+            services: (tracing.map { [$0] } ?? []) + [application, TokenJanitor(server: server)]
                 + (hostedLogin.map { [LoginBackgroundWork(login: $0)] } ?? []),
             gracefulShutdownSignals: [.sigterm],
             logger: logger
@@ -225,10 +267,12 @@ struct Serve: AsyncParsableCommand {
         do {
             try await group.run()
             await server.shutdown()
+            await pushSenders?.shutdown()
             await storage?.shutdown()
             withExtendedLifetime(lock) {}
         } catch {
             await server.shutdown()
+            await pushSenders?.shutdown()
             await storage?.shutdown()
             guard !listening.happened else { throw error }
             // It never listened: nothing it created is worth keeping.

@@ -2,6 +2,7 @@ import ArgumentParser
 import BiometricAuthenticator
 import CustomAPIIdentityProvider
 import Foundation
+import GatehouseAdminConsole
 import GatehouseClient
 import GatehouseKernel
 import GatehouseLogin
@@ -93,7 +94,7 @@ enum CommandSupport {
     }
 
     /// The sections a server-side manifest may have besides the plugins.
-    static let serverSections: Set<String> = ["server", "xignin", "login"]
+    static let serverSections: Set<String> = ["server", "xignin", "login", "adminConsole"]
 
     /// The manifest at `path`, with `${publicURL}` resolved to its `server.publicURL`, else to
     /// `publicURL` (where the server is reached).
@@ -116,7 +117,27 @@ enum CommandSupport {
 
     /// The tables of the extensions `manifest` mounts, to open the server's storage with.
     static func migrations(for manifest: Manifest) -> [MigrationGroup] {
-        manifest.sections["login"] != nil ? [LoginStore.migrations] : []
+        (manifest.sections["login"] != nil ? [LoginStore.migrations] : [])
+            + (manifest.sections["adminConsole"] != nil ? [AdminConsoleStore.migrations] : [])
+    }
+
+    /// The admin console of `manifest`'s `adminConsole` section, signing operators in at `login`;
+    /// nil without the section. A console without the hosted login is a manifest error.
+    static func adminConsole(
+        _ manifest: Manifest,
+        login: LoginServer?,
+        storage: ServerStorage,
+        environment: PluginEnvironment
+    ) throws -> AdminConsole? {
+        guard manifest.sections["adminConsole"] != nil else { return nil }
+        guard let login else {
+            throw ManifestError(
+                source: manifest.source,
+                path: "adminConsole",
+                problem: "the admin console signs operators in at the hosted login: add a login section"
+            )
+        }
+        return try AdminConsole(manifest: manifest, login: login, storage: storage, environment: environment)
     }
 
     /// The hosted login of `manifest`'s `login` section, its state in the server's `storage`. On

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 public import Foundation
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// The server side's own HTTP calls — portal callbacks, linked-service webhooks, token
 /// introspection — through AsyncHTTPClient on the process's event loops: a connect timeout, a
@@ -35,10 +36,16 @@ public enum OutboundHTTP {
     /// One client for the process, never shut down: it lives as long as the server does.
     private static let client = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-        configuration: HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(3), read: .seconds(10))
-        )
+        configuration: {
+            var configuration = HTTPClient.Configuration(
+                redirectConfiguration: .disallow,
+                timeout: .init(connect: .seconds(3), read: .seconds(10))
+            )
+            // The calls' spans are made here (``traced(_:_:_:_:)``), without the URL's path or
+            // query, which may carry a portal's secrets; the client's own would name the whole URL.
+            configuration.tracing.tracer = nil
+            return configuration
+        }()
     )
 
     /// POSTs `body` to `url` and waits at most `timeout` (at most ten minutes) for the whole
@@ -80,6 +87,58 @@ public enum OutboundHTTP {
         timeout: Duration,
         maxResponseBytes: Int
     ) async throws(Failure) -> Response {
+        let tracer = InstrumentationSystem.tracer
+        guard !(tracer is NoOpTracer) else {
+            return try await send(request, url, timeout: timeout, maxResponseBytes: maxResponseBytes)
+        }
+        return try await traced(tracer, request, url) { request async -> Result<Response, Failure> in
+            do throws(Failure) {
+                return .success(try await send(request, url, timeout: timeout, maxResponseBytes: maxResponseBytes))
+            } catch {
+                return .failure(error)
+            }
+        }.get()
+    }
+
+    /// Runs `send` in a client span, the child of the span in effect, with the span's W3C
+    /// `traceparent` added to the request. The span names the method, the scheme, host and port,
+    /// and the status: never the path, the query, a header or the body.
+    private static func traced(
+        _ tracer: some Tracer,
+        _ request: HTTPClientRequest,
+        _ url: OutboundURL,
+        _ send: (HTTPClientRequest) async -> Result<Response, Failure>
+    ) async -> Result<Response, Failure> {
+        await tracer.withSpan(request.method.rawValue, ofKind: .client) { span in
+            span.attributes["http.request.method"] = request.method.rawValue
+            span.attributes["url.scheme"] = url.scheme
+            span.attributes["server.address"] = url.host
+            span.attributes["server.port"] = url.port ?? (url.scheme == "https" ? 443 : 80)
+            var request = request
+            tracer.inject(span.context, into: &request.headers, using: TraceHeaderInjector())
+            let result = await send(request)
+            switch result {
+            case .success(let response):
+                span.attributes["http.response.status_code"] = response.status
+                if response.status >= 400 {
+                    span.attributes["error.type"] = String(response.status)
+                    span.setStatus(SpanStatus(code: .error))
+                }
+            case .failure:
+                // Not the failure's text: it names the URL.
+                span.attributes["error.type"] = "request_failed"
+                span.setStatus(SpanStatus(code: .error))
+            }
+            return result
+        }
+    }
+
+    private static func send(
+        _ request: HTTPClientRequest,
+        _ url: OutboundURL,
+        timeout: Duration,
+        maxResponseBytes: Int
+    ) async throws(Failure) -> Response {
         // Bounded before the conversion to milliseconds, which would overflow for a huge Duration.
         let bounded = min(max(timeout, .zero), .seconds(600))
         let milliseconds = bounded.components.seconds * 1000 + bounded.components.attoseconds / 1_000_000_000_000_000
@@ -92,5 +151,12 @@ public enum OutboundHTTP {
         } catch {
             throw Failure(url: url.text, reason: "\(error)")
         }
+    }
+}
+
+/// Writes a trace header into an outgoing request's headers.
+private struct TraceHeaderInjector: Injector {
+    func inject(_ value: String, forKey name: String, into headers: inout HTTPHeaders) {
+        headers.replaceOrAdd(name: name, value: value)
     }
 }

@@ -63,6 +63,20 @@ public enum Endpoint {
     /// `POST` with HTTP Basic: a portal starts a mobile authentication transaction for a user.
     public static let portalMobileAuth = "/v1/portal/mobile-auth"
 
+    /// `GET` with an admin token (`admin:read`): find users by identity provider and subject, a
+    /// subject's beginning, a profile or an installation.
+    public static let adminUsers = "/v1/admin/users"
+    /// `GET` with an admin token (`admin:read`): one user's profiles, devices, sessions and pending transactions.
+    public static let adminUser = "/v1/admin/user"
+    /// The prefix of a profile's admin paths: `DELETE …/{profileID}` deregisters it; `POST
+    /// …/{profileID}/revoke-sessions`, `POST …/{profileID}/clear-lockout`, `DELETE
+    /// …/{profileID}/push-enrolment`, `DELETE …/{profileID}/authenticators/{authenticator}` (`admin:write`).
+    public static let adminProfilesPrefix = "/v1/admin/profiles/"
+    /// `GET` with an admin token (`admin:read`): a page of the audit trail, newest first.
+    public static let adminAudit = "/v1/admin/audit"
+    /// `GET` with an admin token (`admin:read`): the audit trail as JSON lines, oldest first.
+    public static let adminAuditExport = "/v1/admin/audit/export"
+
     /// The template of the endpoint `path` belongs to (`/v1/flows/{flowID}` for any flow), or
     /// nil for a path the server does not serve: a closed set, fit for metric labels.
     public static func template(of path: String) -> String? {
@@ -73,6 +87,17 @@ public enum Endpoint {
                 + (path.hasSuffix("/answer") ? "{transactionID}/answer" : "{transactionID}")
         }
         if path.hasPrefix(portalMobileAuth + "/") { return portalMobileAuth + "/{transactionID}" }
+        if path.hasPrefix(adminProfilesPrefix) {
+            let rest = path.dropFirst(adminProfilesPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
+            switch rest.count {
+            case 1: return adminProfilesPrefix + "{profileID}"
+            case 2 where ["revoke-sessions", "clear-lockout", "push-enrolment"].contains(rest[1]):
+                return adminProfilesPrefix + "{profileID}/" + rest[1]
+            case 3 where rest[1] == "authenticators":
+                return adminProfilesPrefix + "{profileID}/authenticators/{authenticator}"
+            default: return adminProfilesPrefix + "{profileID}/*"
+            }
+        }
         return nil
     }
 
@@ -102,5 +127,8 @@ public enum Endpoint {
         mobileAuthOTP, mobileAuthTransactionPrefix + "{transactionID}",
         mobileAuthTransactionPrefix + "{transactionID}/answer",
         portalMobileAuth, portalMobileAuth + "/{transactionID}",
+        adminUsers, adminUser, adminProfilesPrefix + "{profileID}", adminProfilesPrefix + "{profileID}/revoke-sessions",
+        adminProfilesPrefix + "{profileID}/clear-lockout", adminProfilesPrefix + "{profileID}/push-enrolment",
+        adminProfilesPrefix + "{profileID}/authenticators/{authenticator}", adminAudit, adminAuditExport,
     ]
 }

@@ -154,6 +154,10 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// from the address is refused with 429, the right secret too, until the bucket refills.
     /// Over HTTP only; behind a proxy every request has the proxy's address.
     public var clientAuthenticationFailuresPerMinute: Int
+    /// The admin API's clients and what admins may do (`server.admin`).
+    public var admin: AdminConfiguration
+    /// How long the audit trail keeps its events (`server.audit`).
+    public var audit: AuditConfiguration
 
     /// An API that checks Gatehouse tokens by introspection.
     public struct ResourceServer: Decodable, Sendable, Equatable {
@@ -184,7 +188,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         case clients, defaultIdentityProvider, accessTokenLifetime, refreshTokenLifetime, flowLifetime, maxPinFailures,
             maxRequestBytes, registrationAuthenticators, mobileAuth, publicURL, requireDPoPNonce, resourceServers,
             cleanupInterval, cleanupBatch, idleInstallationLifetime, webSessionLifetime, rateLimitPerMinute,
-            rateLimitBurst, maxEventChannels, clientAuthenticationFailuresPerMinute
+            rateLimitBurst, maxEventChannels, clientAuthenticationFailuresPerMinute, admin, audit
     }
 
     /// The defaults of every setting, as for a manifest whose `server` section is empty.
@@ -209,6 +213,8 @@ public struct ServerConfiguration: Decodable, Sendable {
         rateLimitBurst = 30
         maxEventChannels = 256
         clientAuthenticationFailuresPerMinute = 10
+        admin = AdminConfiguration()
+        audit = AuditConfiguration()
     }
 
     /// Decodes the manifest's `server` section; a missing key takes its default, and a value out of its range throws,
@@ -263,6 +269,8 @@ public struct ServerConfiguration: Decodable, Sendable {
             default: 10,
             in: 0...100_000
         )
+        admin = try container.decode(AdminConfiguration.self, forKey: .admin, default: defaults.admin)
+        audit = try container.decode(AuditConfiguration.self, forKey: .audit, default: defaults.audit)
         guard Set(resourceServers.map(\.id)).count == resourceServers.count else {
             throw container.invalid(.resourceServers, "each resource server id must be unique")
         }

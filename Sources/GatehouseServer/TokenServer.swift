@@ -32,6 +32,8 @@ public final class TokenServer: Sendable {
     let extensions: [any ServerExtension]
     /// Where pushes go, by the device's platform; the events channel is the server's own.
     let pushTransports: [PushPlatform: any PushTransport]
+    /// Sends the pushes through `pushTransports`, tries them again, and disenrols dead tokens.
+    let pushDispatcher: PushDispatcher
     let hub: EventChannelHub
     /// Sends the portal's callbacks (with mobile authentication configured).
     let callbacks: CallbackDispatcher?
@@ -118,9 +120,11 @@ public final class TokenServer: Sendable {
         _ = try registry.load(manifest, environment: environment, sides: .client)
     }
 
-    /// Closes the database connections (PostgreSQL) it opened itself (not a ``ServerStorage`` it
-    /// was given); the server answers nothing after.
+    /// Stops the pushes still being tried, and closes the database connections (PostgreSQL) it
+    /// opened itself (not a ``ServerStorage`` it was given); the server answers nothing after.
     public func shutdown() async {
+        // Pushes still being tried stop first: they read and write the store.
+        await pushDispatcher.shutdown()
         if store.ownsEngine { await store.engine.shutdown() }
     }
 
@@ -157,19 +161,32 @@ public final class TokenServer: Sendable {
         callbacks = configuration.mobileAuth.map {
             CallbackDispatcher(store: store, configuration: $0, clock: environment.clock, logger: environment.logger)
         }
+        pushDispatcher = PushDispatcher(
+            transports: plan.pushTransports,
+            store: store,
+            clock: environment.clock,
+            logger: environment.logger,
+            audit: audit,
+            policy: PushRetryPolicy(
+                attempts: configuration.mobileAuth?.push?.attempts ?? PushConfiguration.defaultAttempts
+            ),
+            disenrolled: { [callbacks] in callbacks?.wake() }
+        )
         store.engine.subscribe { [hub] announcement in hub.hear(announcement) }
         // Callbacks left due by an earlier run go out now.
         callbacks?.wake()
         for case let mounted as any PhoneSignInExtension in extensions { mounted.mounted(with: PhoneSignIn(self)) }
+        for case let mounted as any AdminServiceExtension in extensions { mounted.mounted(with: admin) }
     }
 
     /// Answers one request. Never throws: every problem becomes an error response.
     public func handle(_ request: WireRequest) async -> WireResponse {
         let started = ContinuousClock.now
-        var response = await answer(request)
+        let endpoint = endpointLabel(request.path)
+        // A server span named by the endpoint's template, when a tracer is installed.
+        var response = await ServerTracing.request(request, route: endpoint) { await answer(request) }
         if configuration.requireDPoPNonce { response.headers["DPoP-Nonce"] = nonces.current(now: now) }
         let duration = ContinuousClock.now - started
-        let endpoint = endpointLabel(request.path)
         metrics.request(endpoint: endpoint, method: request.method, status: response.status, duration: duration)
         // The endpoint's template, never the path: paths carry flow and transaction ids. Probes
         // (health, readiness) only at debug, so they do not drown the log.

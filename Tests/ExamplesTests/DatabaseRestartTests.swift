@@ -62,7 +62,8 @@ struct DatabaseRestartTests {
         )
         #expect(report.acknowledged.count > 50, "too little load to mean anything: \(report)")
         #expect(report.refused > 0, "no 503 at all: the restarts did not meet the load")
-        #expect(report.slowestReady < .seconds(4), "/ready took \(report.slowestReady)")
+        // Far below the probe's 20 s timeout; a loaded CI machine has taken over 6 s.
+        #expect(report.slowestReady < .seconds(12), "/ready took \(report.slowestReady)")
         // Acknowledged writes are there, all of them.
         let stored = Set(
             try database.sql("SELECT id FROM \(schema).clients").split(separator: "\n").map(String.init)

@@ -97,7 +97,8 @@ private struct FederatedSetup {
     func signInAtProvider(_ url: String, as user: String, choose: String? = nil, expect: String) async throws -> String
     {
         let browser = try Session(
-            [url, user, try #require(users[user])] + (choose.map { ["--choose", $0] } ?? []) + ["--expect", expect],
+            // Options first, then `--`: a generated password may start with "-".
+            (choose.map { ["--choose", $0] } ?? []) + ["--expect", expect, "--", url, user, try #require(users[user])],
             binary: packageRoot.appendingPathComponent("scripts/external-provider-login").path
         )
         #expect(try await browser.finish(within: 60) == 0, "\(browser.errors.withLock { $0 })")

@@ -314,9 +314,11 @@ struct ServeOperationsTests {
         let clock = ContinuousClock()
         let started = clock.now
         kill(server.process.processIdentifier, SIGINT)
-        for _ in 0..<100 where server.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<400 where server.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!server.process.isRunning)
-        #expect(clock.now - started < .seconds(3))
+        // "At once": well inside the 60 s the drain would wait, with room for a loaded machine
+        // (the test process itself notices the exit late there; 6 s has been seen).
+        #expect(clock.now - started < .seconds(15))
         #expect(server.process.terminationStatus == 130)
     }
 }

@@ -191,6 +191,9 @@ struct Fixture {
 
     static let portalSecret = "portal-secret-0123456789"
     static let gatewaySecret = "gateway-secret-0123456789"
+    static let helpdeskSecret = "helpdesk-secret-0123456789"
+    static let auditorSecret = "auditor-secret-0123456789"
+    static let boundAdminSecret = "bound-admin-secret-0123456789"
 
     /// The server's SQLite file (when the tests run on SQLite).
     var serverDatabase: String { directory.appendingPathComponent("server/server.sqlite").path }
@@ -280,6 +283,11 @@ struct Fixture {
                 - id: plain-app
               resourceServers:
                 - {id: gateway, secret: \(Fixture.gatewaySecret)}
+              admin:
+                clients:
+                  - {id: helpdesk, secret: \(Fixture.helpdeskSecret), scopes: [admin:read, admin:write]}
+                  - {id: auditor, secret: \(Fixture.auditorSecret), scopes: [admin:read]}
+                  - {id: bound-admin, secret: \(Fixture.boundAdminSecret), scopes: [admin:write], requireDPoP: true}
               requireDPoPNonce: \(requireDPoPNonce)
             \(publicURL.map { "  publicURL: \($0)" } ?? "")
               cleanupBatch: 10
@@ -417,6 +425,7 @@ func withFixture(
     mobileAuth: Bool = true,
     requireDPoPNonce: Bool = false,
     clock: any WallClock = SystemWallClock(),
+    pushTransports: [PushPlatform: any PushTransport]? = nil,
     _ body: (Fixture) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-test-\(UUID().uuidString)")
@@ -452,7 +461,7 @@ func withFixture(
             manifest: manifest,
             registry: registry,
             environment: environment,
-            pushTransports: [.apns: pushes],
+            pushTransports: pushTransports ?? [.apns: pushes],
             metrics: metrics
         )
     case .postgres:
@@ -466,7 +475,7 @@ func withFixture(
                 registry: registry,
                 database: try ServerDatabase(cluster.url(schema: made)),
                 environment: environment,
-                pushTransports: [.apns: pushes],
+                pushTransports: pushTransports ?? [.apns: pushes],
                 metrics: metrics
             )
         )

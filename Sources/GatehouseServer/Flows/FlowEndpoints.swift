@@ -165,7 +165,9 @@ extension TokenServer {
         case .ended(let ended): return try respond(ended)
         }
         // The plugin runs outside any transaction; its outcome is applied in the next one.
-        let outcome = await runPlugin(of: flow, message: message, registration: registration, subject: subject)
+        let outcome = await ServerTracing.flowStep(kind: flow.state.plan.kind, stage: flow.state.stage) {
+            await runPlugin(of: flow, message: message, registration: registration, subject: subject)
+        }
         let applied = try await store.apply(
             outcome,
             to: flow,
@@ -248,7 +250,7 @@ extension TokenServer {
     /// The wire form of what the machine decided.
     func respond(_ applied: FlowApplied) throws -> WireResponse {
         // A mobile authentication's flow may have ended its transaction: its callback is due.
-        if applied.endedTransaction { callbacks?.wake() }
+        if let transaction = applied.endedTransaction { callbacks?.wake(endedBy: transaction) }
         record(applied)
         switch applied.outcome {
         case .reply(let reply):

@@ -79,8 +79,8 @@ struct FlowApplied: Sendable {
     var profileID: String?
     var outcome: Outcome
     var tokens: TokenResponse?
-    /// Whether applying ended the flow's mobile authentication transaction.
-    var endedTransaction = false
+    /// The flow's mobile authentication transaction, when applying ended it.
+    var endedTransaction: String?
     /// The flow's kind, for metrics and the audit log.
     var kind: FlowKind?
     /// A registration that created its profile: the user's subject, for the device.

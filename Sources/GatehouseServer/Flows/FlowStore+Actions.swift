@@ -21,6 +21,8 @@ extension ServerStore {
         var tokens: TokenResponse?
         var ended = false
         var events: [FlowEvent] = []
+        var owner: (identityProvider: String, subject: String)?
+        var transactionDecision: AuditEntry?
         for action in actions {
             switch action {
             case .reserveAttempt, .releaseAttempt:
@@ -74,6 +76,8 @@ extension ServerStore {
             case .deregister:
                 // The machine deregisters only at the maximum: a lockout, reported by the change
                 // that removed the profile, so once however many requests reached it together.
+                // Its owner is read first, for the audit trail.
+                if let profileID = row.profileID, owner == nil { owner = try profileOwner(profileID, db) }
                 if let profileID = row.profileID, try deleteProfile(profileID, now: now, db) {
                     var authenticator: String?
                     if case .authenticate(let id) = row.state.stage { authenticator = id }
@@ -106,8 +110,18 @@ extension ServerStore {
                 events.append(.userSessionsRevoked)
             case .approveTransaction:
                 try approveTransaction(for: row, now: now, db)
+                transactionDecision = AuditEntry(
+                    event: .pushApproved,
+                    actor: .user,
+                    detail: ["transaction": row.transactionID ?? ""]
+                )
             case .denyTransaction(let refused):
                 try flowEndedWithoutApproval(row, refused: refused, now: now, db)
+                transactionDecision = AuditEntry(
+                    event: .pushDenied,
+                    actor: .user,
+                    detail: ["transaction": row.transactionID ?? "", "reason": "\(refused)"]
+                )
             case .saveFlow(let state):
                 if state.attempt == .held, row.state.attempt != .held { row.heldUntil = now + Self.holdLifetime }
                 if state.attempt != .held { row.heldUntil = nil }
@@ -131,6 +145,15 @@ extension ServerStore {
                 outcome = .refusal(refusal)
             }
         }
+        try auditFlowStep(
+            events,
+            row: row,
+            loggedIn: tokens != nil && row.state.plan.kind == .authentication,
+            decision: transactionDecision,
+            owner: owner,
+            now: now,
+            db
+        )
         guard let outcome else {
             guard answerRequired else {
                 return FlowApplied(
@@ -148,11 +171,61 @@ extension ServerStore {
             profileID: row.profileID,
             outcome: outcome,
             tokens: tokens,
-            endedTransaction: ended && row.transactionID != nil,
+            endedTransaction: ended ? row.transactionID : nil,
             kind: row.state.plan.kind,
             subject: events.contains(.profileCreated) ? row.state.subject : nil,
             events: events
         )
+    }
+
+    /// Writes what a flow step changed to the audit trail, in the step's transaction.
+    private func auditFlowStep(
+        _ events: [FlowEvent],
+        row: FlowRow,
+        loggedIn: Bool,
+        decision: AuditEntry?,
+        owner known: (identityProvider: String, subject: String)?,
+        now: Double,
+        _ db: any SQLSession
+    ) throws {
+        let kind = row.state.plan.kind.rawValue
+        var entries: [AuditEntry] = []
+        func add(_ event: AuditEvent, _ actor: AdminActor = .user, _ detail: [String: String] = [:]) {
+            entries.append(AuditEntry(event: event, actor: actor, detail: detail.merging(["flow": kind]) { $1 }))
+        }
+        for event in events {
+            switch event {
+            case .profileCreated: add(.registration, .user, ["installation": row.clientID])
+            case .attemptFailed(let authenticator): add(.loginFailure, .user, ["authenticator": authenticator])
+            case .lockedOut(let authenticator):
+                add(.lockout, .server, authenticator.map { ["authenticator": $0] } ?? [:])
+            case .registrationRemoved(let authenticator):
+                add(.authenticatorLockout, .server, ["authenticator": authenticator])
+            case .registrationStored(let authenticator) where row.state.plan.kind == .changePin:
+                add(.pinChange, .user, ["authenticator": authenticator])
+            case .registrationStored(let authenticator) where row.state.plan.kind == .authenticatorRegistration:
+                add(.authenticatorRegistration, .user, ["authenticator": authenticator])
+            case .userSessionsRevoked: add(.credentialReplay, .server)
+            default: break
+            }
+        }
+        if loggedIn { add(.login) }
+        if var decision {
+            decision.detail["flow"] = kind
+            entries.append(decision)
+        }
+        guard !entries.isEmpty else { return }
+        var owner = known
+        if owner == nil, let profileID = row.profileID { owner = try profileOwner(profileID, db) }
+        if owner == nil, let provider = row.identityProvider, let subject = row.state.subject {
+            owner = (provider, subject)
+        }
+        for index in entries.indices {
+            entries[index].identityProvider = owner?.identityProvider
+            entries[index].subject = owner?.subject
+            entries[index].profileID = row.profileID
+        }
+        try appendAudit(entries, now: now, db)
     }
 
     /// The identity provider named the user: reuse the profile this client already has for that

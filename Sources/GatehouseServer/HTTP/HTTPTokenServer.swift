@@ -28,6 +28,7 @@ public enum HTTPTokenServer {
         // and 404 otherwise, so TRACE or OPTIONS get the same JSON refusals as the rest.
         let responder = CallbackResponder<AddressedRequestContext> { request, context in
             if let metrics, request.uri.path == Endpoint.metrics, request.method == .get {
+                await server.sampleRuntimeMetrics()
                 var fields = HTTPFields()
                 fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
                 fields[.cacheControl] = "no-store"

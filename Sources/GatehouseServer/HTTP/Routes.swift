@@ -63,6 +63,12 @@ extension TokenServer {
             try server.require("GET", request)
             return try await server.portalTransaction(id, request)
         }
+        // The admin API
+        table.add("GET", Endpoint.adminUsers) { try await $0.adminFindUsers($1) }
+        table.add("GET", Endpoint.adminUser) { try await $0.adminUser($1) }
+        table.add("GET", Endpoint.adminAudit) { try await $0.adminAudit($1) }
+        table.add("GET", Endpoint.adminAuditExport) { try await $0.adminAuditExport($1) }
+        table.add(prefix: Endpoint.adminProfilesPrefix) { try await $0.adminProfile($1, rest: $2) }
         return table
     }()
 }

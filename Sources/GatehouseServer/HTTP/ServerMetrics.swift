@@ -9,9 +9,12 @@ import Logging
 /// so no caller can grow the number of series.
 struct ServerMetrics: Sendable {
     let factory: any MetricsFactory
+    /// The process, database, outbox and channel figures a scrape reads.
+    let runtime: RuntimeMetrics
 
     init(factory: any MetricsFactory) {
         self.factory = factory
+        runtime = RuntimeMetrics(factory: factory)
         // The series alerts watch exist at 0 from the start, so the first event after a restart
         // is an increase too.
         for event in Self.securityEvents {

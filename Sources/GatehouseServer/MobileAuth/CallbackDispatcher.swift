@@ -5,6 +5,7 @@ import GatehouseOutbound
 import GatehouseProtocol
 import Logging
 import Synchronization
+import Tracing
 
 /// Sends the portal's callbacks from the store's outbox: a signed POST when a transaction ends
 /// (approved, denied, expired), tried again with doubling delays. The outbox is in the database,
@@ -21,6 +22,8 @@ final class CallbackDispatcher: Sendable {
     private let signal: AsyncStream<Void>.Continuation
     private let signals: AsyncStream<Void>
     private let loop = Mutex<Task<Void, Never>?>(nil)
+    /// The trace of the request that ended each transaction, while its callback is to be made.
+    private let causes = CallbackCauses()
 
     init(store: ServerStore, configuration: MobileAuthConfiguration, clock: any WallClock, logger: Logger) {
         self.store = store
@@ -36,8 +39,10 @@ final class CallbackDispatcher: Sendable {
         loop.withLock { $0?.cancel() }
     }
 
-    /// Something may be due: look now. Starts the sending loop the first time.
-    func wake() {
+    /// Something may be due: look now. Starts the sending loop the first time. In a traced
+    /// request that ended the transaction `endedBy`, its callback's span continues that trace.
+    func wake(endedBy transactionID: String? = nil) {
+        if let transactionID, let context = ServiceContext.current { causes.remember(context, for: transactionID) }
         loop.withLock { task in
             if task == nil {
                 task = Task { [weak self, signals] in
@@ -72,7 +77,20 @@ final class CallbackDispatcher: Sendable {
         }
     }
 
+    /// Sends `callback` in a `mobile_auth.callback` span, the child of the request that ended its
+    /// transaction when this instance served it (else the start of a trace of its own).
     private func send(_ callback: ServerStore.DueCallback) async {
+        let cause = causes.cause(of: callback.transactionID)
+        let finished = await ServerTracing.span("mobile_auth.callback", continuing: cause) { span in
+            span?.attributes["gatehouse.mobile_auth.callback.attempt"] = callback.attempts
+            span?.attributes["gatehouse.mobile_auth.status"] = callback.status.rawValue
+            return await sendTraced(callback)
+        }
+        if finished { causes.forget(callback.transactionID) }
+    }
+
+    /// Sends `callback` and records how it went; true when it will not be tried again.
+    private func sendTraced(_ callback: ServerStore.DueCallback) async -> Bool {
         // The stored URI is checked again before anything is sent: a row written by an older
         // version, or by hand, that no longer passes is failed, never handed to the HTTP client.
         guard let client = clients[callback.apiClient], let url = try? client.callbackTarget(callback.uri),
@@ -89,7 +107,7 @@ final class CallbackDispatcher: Sendable {
                 metadata: ["transaction": "\(callback.transactionID)"]
             )
             try? await store.callbackTried(callback.transactionID, delivered: false, retryAt: nil)
-            return
+            return true
         }
         let time = Int(clock.now.timeIntervalSince1970)
         let mac = HMAC<SHA256>.authenticationCode(
@@ -117,5 +135,29 @@ final class CallbackDispatcher: Sendable {
             )
         }
         try? await store.callbackTried(callback.transactionID, delivered: delivered, retryAt: delivered ? nil : retryAt)
+        return delivered || retryAt == nil
     }
+}
+
+/// The trace contexts of the requests that ended transactions whose callbacks are not made yet,
+/// by transaction id (a transaction without a callback leaves one too, until it is pushed out).
+/// At most ``limit``: past it the older half is forgotten (those callbacks then start traces of
+/// their own). Kept in memory: a callback another instance, or a restarted one, sends has no parent.
+final class CallbackCauses: Sendable {
+    /// The contexts, and the ids in the order they came (some perhaps forgotten already).
+    private let state = Mutex<(contexts: [String: ServiceContext], order: [String])>(([:], []))
+    static let limit = 1024
+
+    func remember(_ context: ServiceContext, for transactionID: String) {
+        state.withLock { state in
+            if state.contexts.updateValue(context, forKey: transactionID) == nil { state.order.append(transactionID) }
+            guard state.order.count > Self.limit else { return }
+            for id in state.order.prefix(Self.limit / 2) { state.contexts[id] = nil }
+            state.order.removeFirst(Self.limit / 2)
+        }
+    }
+
+    func cause(of transactionID: String) -> ServiceContext? { state.withLock { $0.contexts[transactionID] } }
+
+    func forget(_ transactionID: String) { _ = state.withLock { $0.contexts.removeValue(forKey: transactionID) } }
 }

@@ -142,7 +142,8 @@ extension TokenServer {
             },
             flowLifetime: Double(configuration.flowLifetime)
         )
-        callbacks?.wake()
+        // An answer that ended the transaction: its callback continues this request's trace.
+        if case .ended = outcome { callbacks?.wake(endedBy: transactionID) } else { callbacks?.wake() }
         switch outcome {
         case .ended(let status):
             return try json(MobileAuthAnswerResponse(status: status))

@@ -138,8 +138,11 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
     public var types: [TransactionType]
     /// How often a callback is tried (1–10, default 5), with doubling delays from one second.
     public var callbackAttempts: Int
+    /// The push services pushes go through (`push`): what `gatehouse serve` sends with. Absent:
+    /// the pushes the host plugs in, or only the events channel and the pending list.
+    public var push: PushConfiguration?
 
-    private enum CodingKeys: String, CodingKey { case enrolment, apiClients, types, callbackAttempts }
+    private enum CodingKeys: String, CodingKey { case enrolment, apiClients, types, callbackAttempts, push }
 
     /// Reads the section. Throws on a value out of range, when `apiClients` or `types` is missing
     /// or empty, or when two clients share an id or two types a name.
@@ -149,6 +152,7 @@ public struct MobileAuthConfiguration: Decodable, Sendable {
         apiClients = try container.decode([APIClient].self, forKey: .apiClients)
         types = try container.decode([TransactionType].self, forKey: .types)
         callbackAttempts = try container.decode(Int.self, forKey: .callbackAttempts, default: 5, in: 1...10)
+        push = try container.decodeIfPresent(PushConfiguration.self, forKey: .push)
         guard !apiClients.isEmpty else { throw container.invalid(.apiClients, "list at least one API client") }
         guard !types.isEmpty else { throw container.invalid(.types, "list at least one type") }
         guard Set(types.map(\.name)).count == types.count else {

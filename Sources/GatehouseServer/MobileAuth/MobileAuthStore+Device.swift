@@ -197,6 +197,16 @@ extension ServerStore {
             try self.record(proof, db)
             switch try self.carryOut(actions, transaction: transactionID, signature: kept, db) {
             case .reply(let status):
+                if status == .approved || status == .denied {
+                    try self.auditProfileEvent(
+                        status == .approved ? .pushApproved : .pushDenied,
+                        profileID,
+                        actor: .user,
+                        detail: ["transaction": transactionID, "type": row["type"]],
+                        now: proof.now,
+                        db
+                    )
+                }
                 return .ended(status)
             case .startFlow:
                 return .flow(

@@ -49,15 +49,7 @@ extension ServerStore {
             case .single where !others.isEmpty:
                 throw StoreRefusal.conflict(MobileAuthEnrollmentError(.userAlreadyEnrolled))
             case .override:
-                for other in others {
-                    try db.execute(
-                        sql: "UPDATE mobile_enrolments SET disenrolled = TRUE, push_token = NULL WHERE profile_id = ?",
-                        arguments: [other]
-                    )
-                    try self.endTransactions(askedOf: other, .disenrolled, now: proof.now, db)
-                    // Its events channels look again, find it disenrolled, and end.
-                    try db.announce(EventChannelHub.wakeAnnouncement(other))
-                }
+                for other in others { try self.disenrolDevice(other, now: proof.now, db) }
             case .single, .multiple: break
             }
             try self.record(proof, db)
@@ -77,6 +69,24 @@ extension ServerStore {
             )
             return serverKey.publicKey.rawRepresentation
         }
+    }
+
+    /// Disenrols the device of `profileID` from mobile authentication inside the caller's
+    /// transaction: its push token is forgotten, the transactions only it was asked end, and its
+    /// events channels end. The device learns it on its next request (`userDisenrolled`).
+    /// Returns whether it was enrolled (and not disenrolled already).
+    @discardableResult
+    func disenrolDevice(_ profileID: String, now: Double, _ db: any SQLSession) throws -> Bool {
+        try db.execute(
+            sql:
+                "UPDATE mobile_enrolments SET disenrolled = TRUE, push_token = NULL WHERE profile_id = ? AND NOT disenrolled",
+            arguments: [profileID]
+        )
+        guard db.changesCount > 0 else { return false }
+        try endTransactions(askedOf: profileID, .disenrolled, now: now, db)
+        // Its events channels look again, find it disenrolled, and end.
+        try db.announce(EventChannelHub.wakeAnnouncement(profileID))
+        return true
     }
 
     /// Sets where the profile's pushes go. Needs the mobile-auth enrolment first; `refresh`: only

@@ -166,41 +166,23 @@ extension TokenServer {
     }
 
     /// Sends each device its push (its events channel, on whichever instance holds it, was woken
-    /// when the transaction committed), all at once, each given at most `pushTimeout`: a stalled push
-    /// service delays the portal's answer by that much at worst. A push that fails or times out is
-    /// logged; the device still finds the request on its events channel or in its pending list.
+    /// when the transaction committed), all at once, waiting for each first try at most
+    /// `pushTimeout`: a stalled push service delays the portal's answer by that much at worst.
+    /// Tries go on in the background (``PushDispatcher``): a temporary refusal is tried again, a
+    /// dead token disenrols its device, anything else is logged. The device still finds the
+    /// request on its events channel or in its pending list.
     func push(_ deliveries: [ServerStore.Delivery], _ notification: (String) -> PushNotification) async {
         await withTaskGroup(of: Void.self) { group in
             for delivery in deliveries {
-                guard let token = delivery.pushToken, let platform = delivery.platform, platform != .events,
-                    let transport = pushTransports[platform]
-                else { continue }
-                let message = notification(delivery.profileID)
-                group.addTask { [logger] in
-                    let outcome = await withTaskGroup(of: String?.self) { race in
-                        race.addTask {
-                            do {
-                                try await transport.deliver(message, token: token, platform: platform)
-                                return nil
-                            } catch {
-                                return String(describing: error)
-                            }
-                        }
-                        race.addTask {
-                            try? await Task.sleep(for: Self.pushTimeout)
-                            return "no answer within \(Self.pushTimeout)"
-                        }
-                        let first = await race.next() ?? nil
-                        race.cancelAll()
-                        return first
-                    }
-                    if let problem = outcome {
-                        logger.warning(
-                            "Push failed",
-                            metadata: ["platform": "\(platform.rawValue)", "error": "\(problem)"]
-                        )
-                    }
+                guard let token = delivery.pushToken, let platform = delivery.platform, platform != .events else {
+                    continue
                 }
+                let push = PushDispatcher.Push(
+                    notification: notification(delivery.profileID),
+                    token: token,
+                    platform: platform
+                )
+                group.addTask { [pushDispatcher] in await pushDispatcher.send(push, waitingAtMost: Self.pushTimeout) }
             }
         }
     }

@@ -6,9 +6,12 @@ import Synchronization
 /// transport configured for the device's platform; the events channel it serves itself.
 public protocol PushTransport: Sendable {
     /// Sends `notification` to the device with push token `token` on `platform`; throws when the
-    /// push service refused it or could not be reached. The server waits two seconds at most and
-    /// logs a push that failed or took longer; the transaction stays pending either way, and the
-    /// device still finds it on its events channel or in its pending list.
+    /// push service refused it or could not be reached — a ``PushDeliveryError`` says what the
+    /// server should do about it: disenrol the device (`unregistered`), try again later
+    /// (`temporary`, also any other error) or give up (`rejected`). The portal's request waits
+    /// for the first try two seconds at most; further tries go on in the background. The
+    /// transaction stays pending either way, and the device still finds it on its events channel
+    /// or in its pending list.
     func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws
 }
 

@@ -24,19 +24,32 @@ public struct CleanupReport: Sendable, Equatable, CustomStringConvertible {
     public var installations = 0
     /// Expired web login tokens and web sessions.
     public var webLogins = 0
+    /// Expired access tokens of admin clients.
+    public var adminTokens = 0
+    /// Audit events past the retention (`server.audit.retentionDays`).
+    public var auditEvents = 0
 
     /// All rows removed, whatever their kind.
-    public var total: Int { tokens + families + deviceTokens + flows + proofs + profiles + installations + webLogins }
+    public var total: Int {
+        tokens + families + deviceTokens + flows + proofs + profiles + installations + webLogins + adminTokens
+            + auditEvents
+    }
 
     /// The counts by kind, as the cleanup's log line shows them.
     public var description: String {
         "tokens \(tokens), families \(families), device tokens \(deviceTokens), flows \(flows), proofs \(proofs), "
-            + "expired registrations \(profiles), idle installations \(installations), web sign-ins \(webLogins)"
+            + "expired registrations \(profiles), idle installations \(installations), web sign-ins \(webLogins), "
+            + "admin tokens \(adminTokens), audit events past retention \(auditEvents)"
     }
 }
 
 extension ServerStore {
-    func removeExpiredState(now: Double, limit: Int, idleInstallationLifetime: Double) async throws -> CleanupReport {
+    func removeExpiredState(
+        now: Double,
+        limit: Int,
+        idleInstallationLifetime: Double,
+        auditRetention: Double
+    ) async throws -> CleanupReport {
         try await write { db in
             var report = CleanupReport()
             let row = db.dialect.rowIdentifier
@@ -63,6 +76,14 @@ extension ServerStore {
                         arguments: [profileID, now]
                     ) == true
                 else { continue }
+                try self.auditProfileEvent(
+                    .deregistration,
+                    profileID,
+                    actor: .server,
+                    detail: ["reason": "registration_expired"],
+                    now: now,
+                    db
+                )
                 try self.deleteProfile(profileID, now: now, db)
                 report.profiles += 1
             }
@@ -81,6 +102,8 @@ extension ServerStore {
             report.webLogins = try delete("web_login_tokens", where: "expires_at < ?", [now])
             report.webLogins += try delete("web_sessions", where: "expires_at < ?", [now])
             report.proofs += try delete("replayed_grants", where: "expires_at < ?", [now])
+            report.adminTokens = try delete("admin_tokens", where: "expires_at < ?", [now])
+            report.auditEvents = try delete("audit_events", where: "at < ?", [now - auditRetention])
             // An installation that registered its key long ago and has nothing left: no profile,
             // no device token, no flow.
             report.installations = try delete(

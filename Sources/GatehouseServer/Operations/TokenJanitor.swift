@@ -46,7 +46,8 @@ extension TokenServer {
         let report = try await store.removeExpiredState(
             now: now,
             limit: configuration.cleanupBatch,
-            idleInstallationLifetime: Double(configuration.idleInstallationLifetime)
+            idleInstallationLifetime: Double(configuration.idleInstallationLifetime),
+            auditRetention: Double(configuration.audit.retentionDays) * 86400
         )
         if report.total > 0 { logger.debug("Removed expired state", metadata: ["removed": "\(report)"]) }
         return report

@@ -95,12 +95,16 @@ public final class ServerStorage: Sendable {
     /// database except in ``SQLSession/afterCommit(_:)``. A database that is busy or unreachable
     /// throws ``StorageUnavailable``.
     public func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await Self.explained { try await engine.write(change) }
+        try await ServerTracing.database("db.write", engine.dialect, function: nil) {
+            try await Self.explained { try await engine.write(change) }
+        }
     }
 
     /// Runs `body` in one read-only snapshot.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await Self.explained { try await engine.read(body) }
+        try await ServerTracing.database("db.read", engine.dialect, function: nil) {
+            try await Self.explained { try await engine.read(body) }
+        }
     }
 
     /// Closes the connections (PostgreSQL); nothing runs on the storage after. Called once

@@ -121,13 +121,24 @@ final class ServerStore: Sendable {
     /// Runs `change` as one atomic, durable change and returns its result once it is durable.
     /// On SQLite it shares its commit with the changes that arrive with it; on PostgreSQL it
     /// runs with the row locks its statements take, and again from the start after a deadlock.
-    func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await engine.write(change)
+    /// In a traced request it is a `db.write` span naming the store method (`function`).
+    func write<T: Sendable>(
+        function: String = #function,
+        _ change: @escaping @Sendable (any SQLSession) throws -> T
+    ) async throws -> T {
+        try await ServerTracing.database("db.write", engine.dialect, function: function) {
+            try await engine.write(change)
+        }
     }
 
-    /// Every read, as one read-only snapshot.
-    func lookup<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await engine.read(body)
+    /// Every read, as one read-only snapshot; in a traced request a `db.read` span.
+    func lookup<T: Sendable>(
+        function: String = #function,
+        _ body: @escaping @Sendable (any SQLSession) throws -> T
+    ) async throws -> T {
+        try await ServerTracing.database("db.read", engine.dialect, function: function) {
+            try await engine.read(body)
+        }
     }
 
     /// The named secret, made (32 random bytes) the first time any instance asks for it.

@@ -14,6 +14,9 @@ extension TokenServer: TokenIntrospecting {
         switch body.grantType {
         case GrantType.refreshToken:
             return try await refresh(body, request)
+        case GrantType.clientCredentials where request.header("Authorization") != nil:
+            // HTTP Basic: an admin client (devices authenticate with their DPoP key alone).
+            return try await issueAdminToken(body, request)
         case GrantType.clientCredentials:
             let requested = try scopes(body.scope)
             let tokens = try await store.issueDeviceToken(

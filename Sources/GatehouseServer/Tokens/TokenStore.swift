@@ -193,6 +193,7 @@ extension ServerStore {
             if presented.generation < current {
                 try self.record(proof, db)
                 try self.revokeFamily(presented.family, db)
+                try self.auditProfileEvent(.refreshTokenReuse, family["profile_id"], actor: .server, now: proof.now, db)
                 return .reused(profileID: family["profile_id"])
             }
             guard presented.generation == current,
@@ -209,6 +210,14 @@ extension ServerStore {
             // Past the registration's validity the profile is over: it goes, and the device hears
             // the user was deregistered (it must register again).
             if let registrationEnds = family["profile_expires_at"] as Double?, registrationEnds <= proof.now {
+                try self.auditProfileEvent(
+                    .deregistration,
+                    family["profile_id"],
+                    actor: .server,
+                    detail: ["reason": "registration_expired"],
+                    now: proof.now,
+                    db
+                )
                 try self.deleteProfile(family["profile_id"], now: proof.now, db)
                 return .refused(.registrationExpired)
             }
@@ -274,6 +283,7 @@ extension ServerStore {
                 throw StoreRefusal.proof("The DPoP proof is not signed by this profile's key.")
             }
             try self.record(proof, db)
+            try self.auditProfileEvent(.deregistration, profileID, actor: .user, now: proof.now, db)
             try self.deleteProfile(profileID, now: proof.now, db)
             return true
         }
@@ -309,6 +319,14 @@ extension ServerStore {
             )
             // Removed by a request that ran at the same time: this one removed nothing.
             guard db.changesCount == 1 else { throw AuthenticationError(.authenticatorNotRegistered) }
+            try self.auditProfileEvent(
+                .authenticatorDeregistration,
+                session.profileID,
+                actor: .user,
+                detail: ["authenticator": authenticator],
+                now: proof.now,
+                db
+            )
             return session.profileID
         }
     }

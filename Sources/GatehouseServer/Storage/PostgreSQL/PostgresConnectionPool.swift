@@ -28,9 +28,37 @@ final class PostgresConnectionPool: Sendable {
     /// refuses calls asked for after it began.
     private let running = Mutex<(calls: [ObjectIdentifier: @Sendable () -> Void], stopping: Bool)>(([:], false))
     private let logger: Logger
+    /// Connections (and threads) at most.
+    let size: Int
+    /// Calls running on a thread with a connection now.
+    private let busy = Atomic<Int>(0)
+
+    /// What the pool is doing now, for the metrics.
+    struct Statistics: Sendable {
+        /// Connections at most.
+        var size: Int
+        /// Calls holding a connection.
+        var inUse: Int
+        /// Calls asked for and waiting for a thread and a connection.
+        var waiting: Int
+        /// Connections open and not in use.
+        var idle: Int
+    }
+
+    var statistics: Statistics {
+        let calls = running.withLock { $0.calls.count }
+        let inUse = busy.load(ordering: .relaxed)
+        return Statistics(
+            size: size,
+            inUse: inUse,
+            waiting: max(0, calls - inUse),
+            idle: idle.withLock { $0.count }
+        )
+    }
 
     init(configuration: PostgresConnection.Configuration, size: Int, logger: Logger) {
         self.configuration = configuration
+        self.size = size
         eventLoops = MultiThreadedEventLoopGroup.singleton
         threads = NIOThreadPool(numberOfThreads: size)
         self.logger = logger
@@ -60,6 +88,8 @@ final class PostgresConnectionPool: Sendable {
                     guard case .active = state else { return call.finish(.failure(DatabaseUnavailable(.stopping))) }
                     guard call.isWanted else { return }
                     guard NIODeadline.now() < deadline else { return call.finish(.failure(DatabaseUnavailable(.busy))) }
+                    self.busy.add(1, ordering: .relaxed)
+                    defer { self.busy.subtract(1, ordering: .relaxed) }
                     call.finish(Result { try self.withConnection(for: call, deadline: deadline, body) })
                 }
             }

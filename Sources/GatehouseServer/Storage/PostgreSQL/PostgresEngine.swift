@@ -108,6 +108,9 @@ final class PostgresEngine: StorageEngine {
         try await explainingFailures { try await self.onPool { try self.run(change, on: $0, until: $1) } }
     }
 
+    /// The connection pool's size and use now, for the metrics.
+    var poolStatistics: PostgresConnectionPool.Statistics { pool.statistics }
+
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await explainingFailures { try await self.onPool { try self.look(body, on: $0, until: $1) } }
     }

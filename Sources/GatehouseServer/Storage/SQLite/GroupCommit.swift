@@ -35,6 +35,9 @@ final class GroupCommitWriter: Sendable {
     /// Transactions committed so far (each carried one group).
     var committedGroups: Int { groups.load(ordering: .relaxed) }
 
+    /// Changes waiting for the next group (not those of the group committing now).
+    var pendingChanges: Int { state.withLock { $0.pending.count } }
+
     /// Runs `change` in the next group and returns its result once the group is durable.
     func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in

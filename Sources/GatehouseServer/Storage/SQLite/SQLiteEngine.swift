@@ -61,6 +61,9 @@ final class SQLiteEngine: StorageEngine {
         try await writer.write(change)
     }
 
+    /// Changes waiting for the next group commit, and the groups committed so far: for the metrics.
+    var groupCommits: (pending: Int, committed: Int) { (writer.pendingChanges, writer.committedGroups) }
+
     /// On the caller's thread: the store's reads are lookups of a few rows by key that take
     /// microseconds, less than a hop to a reader's queue and back. A read never suspends while
     /// it holds a connection, so readers and threads cannot end up waiting on each other.

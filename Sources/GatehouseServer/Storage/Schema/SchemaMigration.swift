@@ -25,6 +25,6 @@ struct SchemaMigration: Sendable {
 /// The server's schema: every step, oldest first.
 enum ServerSchema {
     static let migrations: [SchemaMigration] = [
-        .initial, .flowMachine, .mobileAuth, .oauth, .replayedGrants, .webSessionOrigin, .mobileAuthOTP,
+        .initial, .flowMachine, .mobileAuth, .oauth, .replayedGrants, .webSessionOrigin, .mobileAuthOTP, .auditTrail,
     ]
 }
