@@ -116,11 +116,15 @@ extension AdminConsole {
         case .failure(let refusal):
             logger.notice("Admin console sign-in refused", metadata: ["reason": "\(Self.reasonLabel(refusal))"])
             // The ID token was verified: its subject is who tried, worth a line in the trail.
-            try await admin().recordOperatorSignIn(claims.sub, acr: claims.acr, refusal: Self.reasonLabel(refusal))
+            try await admin().recordRefusedOperatorSignIn(
+                claims.sub,
+                acr: claims.acr,
+                reason: Self.reasonLabel(refusal)
+            )
             let (heading, text) = OperatorCheck.explanation(refusal, configuration: configuration)
             return refuse(403, heading, text)
         case .success(let found):
-            try await admin().recordOperatorSignIn(found.subject, acr: claims.acr)
+            let admin = try admin()
             let cookie = try await store.startSession(
                 subject: found.subject,
                 acr: claims.acr ?? "",
@@ -128,7 +132,8 @@ extension AdminConsole {
                 expiresAt: now + Double(configuration.sessionLifetime),
                 idleTimeout: Double(configuration.idleTimeout),
                 now: now
-            )
+            ) { db in try admin.recordOperatorSignIn(found.subject, acr: claims.acr, in: db) }
+            admin.operatorSignedIn(found.subject)
             logger.info(
                 "Operator signed in to the admin console",
                 metadata: ["acr": "\(claims.acr ?? "")", "write": "\(found.scopes.contains(.write))"]

@@ -105,18 +105,21 @@ public final class AdminConsoleStore: Sendable {
         var expiresAt: Double
     }
 
-    /// Starts a session for `subject` until `expiresAt` at the latest; returns the cookie's
-    /// value. Sessions that ended by either lifetime go.
+    /// Starts a session for `subject` until `expiresAt` at the latest, in the transaction that
+    /// also runs `alongside` (the sign-in's audit event); returns the cookie's value. Sessions
+    /// that ended by either lifetime go.
     func startSession(
         subject: String,
         acr: String,
         amr: [String],
         expiresAt: Double,
         idleTimeout: Double,
-        now: Double
+        now: Double,
+        alongside: @escaping @Sendable (any SQLSession) throws -> Void
     ) async throws -> String {
         let cookie = Data.random(count: 32).base64URLEncodedString
         try await storage.write { db in
+            try alongside(db)
             try db.execute(
                 sql: "DELETE FROM admin_console_sessions WHERE expires_at < ? OR last_seen_at < ?",
                 arguments: [now, now - idleTimeout]

@@ -58,6 +58,8 @@ enum ConsoleText {
         case .adminClearLockout: "Failed attempts cleared by an admin"
         case .operatorSignIn: "Operator signed in to the console"
         case .operatorSignInRefused: "Operator's sign-in refused"
+        case .passkeyAdded: "Passkey added at the login"
+        case .passkeyRemoved: "Passkey removed at the login"
         case nil: name
         }
     }

@@ -433,6 +433,7 @@ struct AdminOptions: ParsableArguments {
                     throw SettingError("Name the admin client with --client-id (or $GATEHOUSE_ADMIN_CLIENT_ID).")
                 }
                 try HTTPTransport.checkBaseURL(server)
+                try Self.checkSecretStaysPrivate(server)
                 let api = AdminAPI(transport: HTTPTransport(baseURL: server), clientID: id, secret: try secret())
                 try await work(api)
             } catch let failure as AdminAPIFailure {
@@ -440,6 +441,19 @@ struct AdminOptions: ParsableArguments {
                 throw ExitCode(failure.status)
             }
         }
+    }
+
+    /// The admin secret goes out in every token request: over https, or plain http to this
+    /// machine only (where nobody on the way can read it), as the console's public URL must be.
+    static func checkSecretStaysPrivate(_ server: String) throws {
+        guard let url = URL(string: server), url.scheme?.lowercased() == "http" else { return }
+        let host = (url.host ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        guard !loopback else { return }
+        throw SettingError(
+            "The server URL \(server) is plain http to another machine: the admin secret would cross the network "
+                + "readable. Use https://, or http:// to 127.0.0.1 or localhost."
+        )
     }
 
     /// The secret from `--client-secret-file`, else `GATEHOUSE_ADMIN_SECRET`. A file others may

@@ -440,8 +440,20 @@ extension LoginServer {
             )
         }
         if let removing = fields["remove"] {
+            let audit = admin.withLock { $0 }
             guard let id = Data(base64URLEncoded: removing),
-                try await store.removePasskey(id, of: session.subject)
+                try await store.removePasskey(
+                    id,
+                    of: session.subject,
+                    alongside: { [subject = session.subject] name, db in
+                        try audit?.recordPasskeyChange(
+                            added: false,
+                            subject: subject,
+                            detail: ["name": name, "session_acr": session.acr],
+                            in: db
+                        )
+                    }
+                )
             else {
                 return try await passkeysList(
                     session.subject,
@@ -515,7 +527,15 @@ extension LoginServer {
                 name: name,
                 createdAt: now,
                 lastUsedAt: nil
-            )
+            ),
+            alongside: { [audit = admin.withLock({ $0 }), subject = session.subject, acr = session.acr] db in
+                try audit?.recordPasskeyChange(
+                    added: true,
+                    subject: subject,
+                    detail: ["name": name, "session_acr": acr, "attestation": registered.attestationFormat.rawValue],
+                    in: db
+                )
+            }
         )
         guard added else {
             return try await passkeysList(

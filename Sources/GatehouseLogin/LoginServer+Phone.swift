@@ -11,7 +11,7 @@ import Synchronization
 // waits for the token server's mobile authentication transaction and moves on by itself once
 // the phone approved (a script of this site polls; without scripts, a button does the same).
 
-extension LoginServer: PhoneSignInExtension {
+extension LoginServer: PhoneSignInExtension, AdminServiceExtension {
     /// Start "approve on your phone" (form: authorization, csrf, username).
     public static let phonePath = "/login/phone"
     /// Start "scan with your phone" (form: authorization, csrf).
@@ -30,6 +30,11 @@ extension LoginServer: PhoneSignInExtension {
     /// The token server's mobile authentication, once the server is built.
     public func mounted(with phoneSignIn: PhoneSignIn) {
         phone.withLock { $0 = phoneSignIn }
+    }
+
+    /// The token server's operators' side, whose audit trail records passkeys added and removed.
+    public func mounted(with admin: AdminService) {
+        self.admin.withLock { $0 = admin }
     }
 
     func phoneSignIn() throws -> PhoneSignIn {

@@ -56,6 +56,8 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
     let pairwiseSecret = Mutex<Data?>(nil)
     /// The token server's mobile authentication (phone sign-in), once the server is built.
     let phone = Mutex<PhoneSignIn?>(nil)
+    /// The token server's audit trail (passkeys added and removed), once the server is built.
+    let admin = Mutex<AdminService?>(nil)
     /// Sign-in pushes per username: a burst, then one a minute.
     let pushLimiter: RateLimiter
     /// QR codes per client address.

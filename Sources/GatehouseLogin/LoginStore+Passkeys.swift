@@ -1,7 +1,7 @@
 public import Foundation
 import GatehouseKernel
 import GatehouseProtocol
-import GatehouseServer
+public import GatehouseServer
 
 // Passkeys: each user's WebAuthn user handle (random, so it reveals nothing), their credentials
 // with the signature counter and backup flags, and single-use challenges.
@@ -114,8 +114,12 @@ extension LoginStore {
         }
     }
 
-    /// Adds a passkey; false when the credential id is registered already (to anyone).
-    public func addPasskey(_ passkey: Passkey) async throws -> Bool {
+    /// Adds a passkey, in the transaction that also runs `alongside` (its audit event); false
+    /// when the credential id is registered already (to anyone).
+    public func addPasskey(
+        _ passkey: Passkey,
+        alongside: @escaping @Sendable (any SQLSession) throws -> Void = { _ in }
+    ) async throws -> Bool {
         try await storage.write { db in
             guard
                 try Int.fetchOne(
@@ -136,6 +140,7 @@ extension LoginStore {
                     passkey.attestationFormat, passkey.name, passkey.createdAt,
                 ]
             )
+            try alongside(db)
             return true
         }
     }
@@ -184,14 +189,26 @@ extension LoginStore {
         }
     }
 
-    /// Removes one of the user's passkeys; false when they have no such passkey.
-    public func removePasskey(_ credentialID: Data, of subject: String) async throws -> Bool {
+    /// Removes one of the user's passkeys, in the transaction that also runs `alongside` (its
+    /// audit event, with the passkey's name); false when they have no such passkey.
+    public func removePasskey(
+        _ credentialID: Data,
+        of subject: String,
+        alongside: @escaping @Sendable (_ name: String, any SQLSession) throws -> Void = { _, _ in }
+    ) async throws -> Bool {
         try await storage.write { db in
+            let name = try String.fetchOne(
+                db,
+                sql: "SELECT name FROM login_passkeys WHERE credential_id = ? AND subject = ?",
+                arguments: [credentialID, subject]
+            )
             try db.execute(
                 sql: "DELETE FROM login_passkeys WHERE credential_id = ? AND subject = ?",
                 arguments: [credentialID, subject]
             )
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            try alongside(name ?? "", db)
+            return true
         }
     }
 

@@ -99,13 +99,16 @@ public struct PushNotification: Codable, Sendable, Hashable {
     }
 
     /// The FCM HTTP v1 `messages:send` body: `message.token`, a `notification` for the tray, and
-    /// the custom keys as `data` (strings only), with an Android TTL of the transaction's.
-    public func fcmMessage(token: String) throws -> Data {
+    /// the custom keys as `data` (strings only), with an Android TTL of what is left of the
+    /// transaction's life at `now` (seconds since 1970; its whole life without it), so a message
+    /// sent again later does not outlive its transaction.
+    public func fcmMessage(token: String, now: Double? = nil) throws -> Data {
+        let left = now.map { Int((createdAt + Double(timeToLive) - $0).rounded(.up)) } ?? timeToLive
         let message: [String: Any] = [
             "token": token,
             "notification": ["title": "Approve sign-in?", "body": message],
             "data": userInfo,
-            "android": ["priority": "high", "ttl": "\(timeToLive)s", "collapse_key": transactionID],
+            "android": ["priority": "high", "ttl": "\(min(max(left, 1), timeToLive))s", "collapse_key": transactionID],
             "apns": ["headers": apnsHeaders(topic: "").filter { $0.key != "apns-topic" }],
         ]
         return try JSONSerialization.data(withJSONObject: ["message": message], options: [.sortedKeys])

@@ -9,9 +9,10 @@ public import Logging
 /// token-based authentication (a provider token signed by the team's `.p8` key, reused for up to
 /// 50 minutes), the notification's `apns-*` headers and its alert payload.
 ///
-/// APNs' answers become what the token server acts on: 200 is delivered; 410, and 400
-/// `BadDeviceToken` or `DeviceTokenNotForTopic`, are a dead device token (`PushDeliveryError`
-/// `unregistered`: the server disenrols the device); 429 and 5xx are temporary (tried again);
+/// APNs' answers become what the token server acts on: 200 is delivered; 410 is a dead device
+/// token (`PushDeliveryError` `unregistered`: the server disenrols the device); 429 and 5xx are
+/// temporary (tried again); 400 `BadDeviceToken` and `DeviceTokenNotForTopic` are refused for
+/// good but disenrol nothing, since a wrong `environment` or `topic` draws them for every device;
 /// 403 `ExpiredProviderToken` or `InvalidProviderToken` makes a new provider token and tries once
 /// more at once; any other answer is refused for good.
 public final class APNsSender: PushTransport {
@@ -106,7 +107,9 @@ public final class APNsSender: PushTransport {
         let reason = Self.reason(answer.body)
         let said = "\(answer.status) \(reason ?? "(no reason)")"
         switch (answer.status, reason) {
-        case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):
+        // Only 410 says the device is gone. BadDeviceToken and DeviceTokenNotForTopic also answer
+        // a wrong `environment` or `topic`, for every device alike: not retried, never disenrolled.
+        case (410, _):
             return PushDeliveryError(.unregistered, reason: said)
         case (429, _), (500...599, _):
             return PushDeliveryError(

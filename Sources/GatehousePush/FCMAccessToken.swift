@@ -56,7 +56,13 @@ actor FCMAccessToken {
             fetching = task
         }
         do {
-            let token = try await task.value
+            // The waiters are the pushes being tried, cancelled only when the server stops: the
+            // fetch then stops too rather than hold the shutdown up to its timeout.
+            let token = try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
             if fetching == task { fetching = nil }
             cached = token
             return token.value
@@ -64,6 +70,12 @@ actor FCMAccessToken {
             if fetching == task { fetching = nil }
             throw error as? PushDeliveryError ?? PushDeliveryError(.temporary, reason: "no access token")
         }
+    }
+
+    /// Stops a fetch under way; the pushes waiting for it fail as temporary.
+    func shutdown() {
+        fetching?.cancel()
+        fetching = nil
     }
 
     /// Forgets `token`, which FCM refused (401): the next push gets a new one.

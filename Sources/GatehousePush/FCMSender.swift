@@ -10,9 +10,9 @@ public import Logging
 /// FCM answers 401.
 ///
 /// FCM's answers become what the token server acts on: 200 is delivered; the error code
-/// `UNREGISTERED` (or a Google 404 `NOT_FOUND`) is a dead registration token
-/// (`PushDeliveryError` `unregistered`: the server disenrols the device); 429
-/// (`QUOTA_EXCEEDED`), 500 (`INTERNAL`) and 503 (`UNAVAILABLE`) are temporary (tried again,
+/// `UNREGISTERED` is a dead registration token (`PushDeliveryError` `unregistered`: the server
+/// disenrols the device); 429 (`QUOTA_EXCEEDED`), 500 (`INTERNAL`), 502, 503 (`UNAVAILABLE`)
+/// and 504 are temporary (tried again,
 /// after `Retry-After` when given); 400 (`INVALID_ARGUMENT`) and any other answer are refused
 /// for good.
 public final class FCMSender: PushTransport {
@@ -60,7 +60,7 @@ public final class FCMSender: PushTransport {
     /// throws a `PushDeliveryError` otherwise. `platform` is ignored: FCM reaches Android and
     /// Apple devices alike.
     public func deliver(_ notification: PushNotification, token: String, platform: PushPlatform) async throws {
-        let body = try notification.fcmMessage(token: token)
+        let body = try notification.fcmMessage(token: token, now: clock.now.timeIntervalSince1970)
         let headers = [("content-type", "application/json; charset=utf-8")]
         let accessToken = try await accessTokens.current()
         var answer = try await http.post(
@@ -83,6 +83,7 @@ public final class FCMSender: PushTransport {
 
     /// Closes the connections to FCM and the token endpoint; nothing is sent after.
     public func shutdown() async {
+        await accessTokens.shutdown()
         await http.shutdown()
     }
 
@@ -92,11 +93,13 @@ public final class FCMSender: PushTransport {
         let (status, errorCode) = Self.error(answer.body)
         let said =
             "\(answer.status) \([status, errorCode].compactMap { $0 }.joined(separator: " ").nonEmpty ?? "(no status)")"
-        // A 404 that is not Google's (a wrong URL at a proxy) says nothing about the device.
-        if errorCode == "UNREGISTERED" || (answer.status == 404 && status == "NOT_FOUND") {
+        // Only FCM's own error code says the token is dead: a bare 404 (a wrong project or URL,
+        // a proxy's) would say so of every device alike.
+        if errorCode == "UNREGISTERED" {
             return PushDeliveryError(.unregistered, reason: said)
         }
-        if [429, 500, 503].contains(answer.status) || ["QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL"].contains(errorCode)
+        if [429, 500, 502, 503, 504].contains(answer.status)
+            || ["QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL"].contains(errorCode)
         {
             return PushDeliveryError(
                 .temporary,

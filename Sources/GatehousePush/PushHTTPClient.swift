@@ -50,6 +50,8 @@ final class PushHTTPClient: Sendable {
             timeout: .init(connect: .seconds(5), read: .seconds(10))
         )
         configuration.httpVersion = .automatic
+        // AsyncHTTPClient's own spans record the whole URL, and an APNs URL ends in the device token.
+        configuration.tracing.tracer = nil
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 

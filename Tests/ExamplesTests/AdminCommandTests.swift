@@ -151,6 +151,16 @@ struct AdminCommandTests {
         #expect(pin.status == 1)
         #expect(pin.errors.contains("[HTTP 409 pin_cannot_be_removed]"))
 
+        // Plain http to another machine is refused before anything is sent (a connection attempt
+        // to this unroutable address would end 69, unreachable, instead).
+        let remote = try await run(
+            ["admin", "users", "--subject-prefix", "ann", "--server", "http://192.0.2.1:9", "--client-id", "helpdesk"],
+            environment: ["GATEHOUSE_ADMIN_SECRET": Self.helpdeskSecret]
+        )
+        #expect(remote.status == 64, "\(remote.errors)")
+        #expect(remote.errors.contains("plain http to another machine"), "\(remote.errors)")
+        #expect(!remote.errors.contains(Self.helpdeskSecret))
+
         // A secret file others may read is refused before anything is sent, as ssh refuses such a key.
         let open = directory.appendingPathComponent("helpdesk.secret")
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: open.path)

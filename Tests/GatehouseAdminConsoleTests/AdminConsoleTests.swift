@@ -93,6 +93,13 @@ struct AdminConsoleTests {
             #expect(browser.html.contains("Not an operator"), "\(browser.text.prefix(600))")
             #expect(browser.html.contains("carl@example.com signed in, but is not an operator"))
             #expect(browser.jar["gh_admin_session"] == nil)
+            // The trail names the server as the one who refused, and carl as whom: never as an operator.
+            let events = try await fixture.audit()
+            let refused = events.filter { $0.event == "operator_sign_in_refused" }
+            #expect(refused.count == 1, "\(events)")
+            #expect(refused.first?.actor == "server" && refused.first?.subject == "carl@example.com")
+            #expect(refused.first?.detail["reason"] == "not_an_operator")
+            #expect(!events.contains { $0.actor.hasPrefix("operator:") || $0.event == "operator_sign_in" })
         }
     }
 

@@ -386,10 +386,16 @@ struct PhoneSignInTests {
             let planted = await ann.add(try key.register(ceremony).json)
             #expect(planted.status == 403 && ann.tab.alert?.contains("sign in with your phone") == true)
             #expect(ann.tab.html.contains("No passkeys yet.") && !ann.mayManage)
-            // Bob has no phone: his password adds his first passkey.
+            let admin = phone.server.server.admin
+            let passkeyEvents = { try await admin.auditEvents(AuditQuery(event: "passkey_added")).events }
+            #expect(try await passkeyEvents().isEmpty, "a refused passkey left a trace of being added")
+            // Bob has no phone: his password adds his first passkey, and the trail says so.
             var bob = try await PasskeysPage.signIn(phone.login, as: OP.bob)
             #expect(bob.mayManage)
             try await bob.register(try SoftwareAuthenticator(.p256), PhoneLogin.passkeyCeremony)
+            let bobAdded = try await passkeyEvents()
+            #expect(bobAdded.count == 1 && bobAdded.first?.subject == OP.bob && bobAdded.first?.actor == "user")
+            #expect(bobAdded.first?.detail["session_acr"] == "urn:gatehouse:acr:password", "\(bobAdded)")
 
             // Ann signs in with her phone in the same browser: the page lets her add one now.
             let request = AuthRequest.web().with("acr_values", ACR.phone)
@@ -402,6 +408,7 @@ struct PhoneSignInTests {
             #expect(await ann.tab.get(LoginServer.passkeysPath).status == 200)
             #expect(ann.mayManage && ann.tab.html.contains("No passkeys yet."))
             try await ann.register(key, PhoneLogin.passkeyCeremony)
+            #expect(try await passkeyEvents().first?.detail["session_acr"] == ACR.phone)
 
             var signIn = try await PasskeySignIn.open(phone.login, rpID: "id.example")
             let passkey = try await signIn.signIn(key, userHandle: ann.userHandle, PhoneLogin.passkeyCeremony)

@@ -151,6 +151,15 @@ struct MobileAuthDeliveryTests {
             let (new, _) = try await enrolledDevice(fixture, name: "new", token: "apns-token-0002")
             // The pending request only the old device could answer ended with the enrolment.
             #expect(try await portal.result(before.transactionID).reason == "device_disenrolled")
+            // The trail says why the old device stopped getting pushes.
+            let disenrolments = try await fixture.read { db in
+                try SQLRow.fetchAll(
+                    db,
+                    sql: "SELECT actor, detail FROM audit_events WHERE event = 'device_disenrolled'"
+                ).map { row -> String in "\(row["actor"] as String) \(row["detail"] as String)" }
+            }
+            #expect(disenrolments.count == 1 && disenrolments.first?.hasPrefix("user ") == true, "\(disenrolments)")
+            #expect(disenrolments.first?.contains("superseded_by_enrolment") == true)
             guard
                 case .failed(let error as MobileAuthRequestError) = await old.handlePushMobileAuthRequest(
                     stale,
@@ -383,7 +392,9 @@ struct MobileAuthDeliveryTests {
 }
 
 /// Polls `condition` until it holds or `seconds` pass.
-func eventually(seconds: Double = 3, _ condition: @Sendable () async throws -> Bool) async -> Bool {
+/// Whether `condition` holds within `seconds`: it is checked every 25 ms, so a condition that
+/// comes true returns at once; the bound is for a machine loaded by other runs (3 s was overrun).
+func eventually(seconds: Double = 10, _ condition: @Sendable () async throws -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if (try? await condition()) == true { return true }

@@ -54,6 +54,14 @@ struct MobileAuthFormatTests {
         #expect(data["gh_time_to_live"] as? String == "120")
         let android = try #require(message["android"] as? [String: Any])
         #expect(android["ttl"] as? String == "120s")
+        // Sent again later, the message lives only as long as its transaction still does.
+        func ttl(at now: Double) throws -> String? {
+            let later = try JSONSerialization.jsonObject(with: push.fcmMessage(token: "t", now: now)) as? [String: Any]
+            return ((later?["message"] as? [String: Any])?["android"] as? [String: Any])?["ttl"] as? String
+        }
+        #expect(try ttl(at: push.createdAt + 90.5) == "30s")
+        #expect(try ttl(at: push.createdAt + 500) == "1s")
+        #expect(try ttl(at: push.createdAt - 60) == "120s")
         #expect((message["notification"] as? [String: Any])?["body"] as? String == "Sign in to Example?")
         // The app hands over the data message, or the whole body: both parse.
         #expect(PushNotification(userInfo: ["data": data]) == push)

@@ -138,12 +138,13 @@ extension TokenServer {
     }
 
     /// The events the filters select, oldest first, one JSON object a line; `after` continues
-    /// an export from an event's `seq`, and at most `limit` (default and most 100,000) are sent.
+    /// an export from an event's `seq`, and at most `limit` (default and most 10,000, as the
+    /// answer is built in memory) are sent.
     func adminAuditExport(_ request: WireRequest) async throws -> WireResponse {
         _ = try await adminCaller(request, needs: .read)
         let query = try AdminQuery(request, allowing: AdminQuery.auditFilters + ["after", "limit"])
         let filters = try query.auditQuery()
-        let limit = try query.integer("limit", in: 1...100_000) ?? 100_000
+        let limit = try query.integer("limit", in: 1...10_000) ?? 10_000
         var after = Int64(try query.integer("after", in: 0...Int.max) ?? 0)
         var body = Data()
         var sent = 0
@@ -169,8 +170,14 @@ extension TokenServer {
     /// `/v1/admin/profiles/{profileID}[/…]`.
     func adminProfile(_ request: WireRequest, rest: String) async throws -> WireResponse {
         let parts = rest.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard let profileID = parts.first, (1...64).contains(profileID.utf8.count) else {
+        guard let profileID = parts.first, !profileID.isEmpty else {
             throw ServerError(404, "not_found", "There is no endpoint \(Endpoint.adminProfilesPrefix)\(rest).")
+        }
+        guard profileID.utf8.count <= 64 else {
+            throw ServerError.invalidRequest("A profile id has at most 64 characters.")
+        }
+        if parts.count == 3, parts[1] == "authenticators", !(1...128).contains(parts[2].utf8.count) {
+            throw ServerError.invalidRequest("Name the authenticator: 1 to 128 characters after authenticators/.")
         }
         let noContent = WireResponse(status: 204, headers: ["Cache-Control": "no-store"], body: Data())
         switch (request.method, parts.count, parts.dropFirst().first) {
@@ -190,7 +197,7 @@ extension TokenServer {
             let actor = try await adminCaller(request, needs: .write)
             try await admin.answering { try await $0.disenrolDevice(profileID: profileID, by: actor) }
             return noContent
-        case ("DELETE", 3, "authenticators") where (1...128).contains(parts[2].utf8.count):
+        case ("DELETE", 3, "authenticators"):
             let actor = try await adminCaller(request, needs: .write)
             try await admin.answering {
                 try await $0.removeAuthenticator(parts[2], profileID: profileID, by: actor)

@@ -22,6 +22,8 @@ public struct AdminService: Sendable {
     let allowClearingLockouts: Bool
     let clock: any WallClock
     let audit: Logger
+    /// Sends the portals' callbacks now due: disenrolling and deregistering end transactions.
+    let callbacksDue: @Sendable () -> Void
 
     private var now: Double { clock.now.timeIntervalSince1970 }
 
@@ -69,6 +71,7 @@ public struct AdminService: Sendable {
     /// the app learns it on its next request.
     public func disenrolDevice(profileID: String, by actor: AdminActor) async throws {
         try await store.adminDisenrolDevice(profileID, by: actor, now: now)
+        callbacksDue()
         log("Device disenrolled by an admin", .adminDisenrolDevice, profileID, actor)
     }
 
@@ -76,6 +79,7 @@ public struct AdminService: Sendable {
     /// request gets the deregistration error.
     public func deregisterProfile(profileID: String, by actor: AdminActor) async throws {
         try await store.adminDeregisterProfile(profileID, by: actor, now: now)
+        callbacksDue()
         log("Profile deregistered by an admin", .adminDeregisterProfile, profileID, actor)
     }
 
@@ -86,20 +90,70 @@ public struct AdminService: Sendable {
         log("Failed attempts cleared by an admin", .adminClearLockout, profileID, actor)
     }
 
-    /// Records that an operator signed in to the admin console (`acr`: how), or was refused
-    /// (`refusal`: why, in a few words); the console calls it.
-    public func recordOperatorSignIn(_ subject: String, acr: String?, refusal: String? = nil) async throws {
+    /// Records, inside `db` (the console's transaction that starts the operator's session), that
+    /// the operator `subject` signed in to the admin console (`acr`: how): the event is stored
+    /// exactly when the session is. Call ``operatorSignedIn(_:)`` once that transaction committed.
+    public func recordOperatorSignIn(_ subject: String, acr: String?, in db: any SQLSession) throws {
         var detail: [String: String] = [:]
         if let acr { detail["acr"] = String(acr.prefix(128)) }
-        if let refusal { detail["reason"] = String(refusal.prefix(128)) }
-        let event: AuditEvent = refusal == nil ? .operatorSignIn : .operatorSignInRefused
+        try store.appendAudit(
+            [AuditEntry(event: .operatorSignIn, actor: .consoleOperator(String(subject.prefix(256))), detail: detail)],
+            now: now,
+            db
+        )
+    }
+
+    /// Writes the audit log's line for a sign-in ``recordOperatorSignIn(_:acr:in:)`` stored.
+    public func operatorSignedIn(_ subject: String) {
+        audit.notice(
+            "Operator signed in to the admin console",
+            metadata: ["event": "\(AuditEvent.operatorSignIn.rawValue)", "actor": "operator:\(subject.prefix(256))"]
+        )
+    }
+
+    /// Records that the console refused a verified sign-in by `subject` (`reason`: why, in a few
+    /// words). The server is the actor: whoever was refused is no operator of the trail, and is
+    /// named as the event's subject.
+    public func recordRefusedOperatorSignIn(_ subject: String, acr: String?, reason: String) async throws {
+        var detail = ["reason": String(reason.prefix(128))]
+        if let acr { detail["acr"] = String(acr.prefix(128)) }
         try await store.appendAudit(
-            [AuditEntry(event: event, actor: .consoleOperator(String(subject.prefix(256))), detail: detail)],
+            [
+                AuditEntry(
+                    event: .operatorSignInRefused,
+                    actor: .server,
+                    subject: String(subject.prefix(256)),
+                    detail: detail
+                )
+            ],
             now: now
         )
         audit.notice(
-            refusal == nil ? "Operator signed in to the admin console" : "Operator sign-in refused",
-            metadata: ["event": "\(event.rawValue)", "actor": "operator:\(subject.prefix(256))"]
+            "Operator sign-in refused",
+            metadata: ["event": "\(AuditEvent.operatorSignInRefused.rawValue)", "actor": "\(AdminActor.server)"]
+        )
+    }
+
+    /// Records, inside `db` (the hosted login's transaction that adds or removes the passkey),
+    /// that the login's user `subject` added or removed a passkey (`detail`: its name, how the
+    /// session signed in): a passkey is a way in, to the admin console too, so each is traced.
+    public func recordPasskeyChange(
+        added: Bool,
+        subject: String,
+        detail: [String: String],
+        in db: any SQLSession
+    ) throws {
+        try store.appendAudit(
+            [
+                AuditEntry(
+                    event: added ? .passkeyAdded : .passkeyRemoved,
+                    actor: .user,
+                    subject: String(subject.prefix(256)),
+                    detail: detail.mapValues { String($0.prefix(128)) }
+                )
+            ],
+            now: now,
+            db
         )
     }
 
@@ -138,7 +192,8 @@ extension TokenServer {
             pinAuthenticator: pinAuthenticator.descriptor.id,
             allowClearingLockouts: configuration.admin.allowClearingLockouts,
             clock: clock,
-            audit: audit
+            audit: audit,
+            callbacksDue: { [callbacks] in callbacks?.wake() }
         )
     }
 }

@@ -20,9 +20,10 @@ extension ServerStore {
             arguments.values.append(.text(value))
         }
         if let value = search.subjectPrefix {
-            // Case-insensitive on both engines; `\` escapes the pattern's own characters.
+            // ASCII letters case-insensitively, as SQLite's LOWER folds only those (PostgreSQL's
+            // may fold more, by its locale); `\` escapes the pattern's own characters.
             clauses.append(#"LOWER(p.subject) LIKE ? ESCAPE '\'"#)
-            arguments.values.append(.text(Self.likePrefix(value.lowercased())))
+            arguments.values.append(.text(Self.likePrefix(Self.asciiLowercased(value))))
         }
         if let value = search.profileID {
             clauses.append(
@@ -141,7 +142,8 @@ extension ServerStore {
             sql: """
                 SELECT f.id, f.revoked, MAX(t.issued_at) AS issued_at, MAX(t.expires_at) AS expires_at
                 FROM families f LEFT JOIN tokens t ON t.family = f.id AND t.kind = 'refresh'
-                WHERE f.profile_id = ? GROUP BY f.id, f.revoked ORDER BY MAX(t.issued_at) DESC LIMIT 50
+                WHERE f.profile_id = ? GROUP BY f.id, f.revoked
+                ORDER BY COALESCE(MAX(t.issued_at), 0) DESC, f.id LIMIT 50
                 """,
             arguments: [profileID]
         ).map { row in
@@ -169,6 +171,15 @@ extension ServerStore {
                 createdAt: Date(timeIntervalSince1970: row["created_at"])
             )
         }
+    }
+
+    /// `text` with A–Z lowered and every other character as it is.
+    private static func asciiLowercased(_ text: String) -> String {
+        var lowered = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            lowered.append(("A"..."Z").contains(scalar) ? Unicode.Scalar(UInt8(scalar.value + 32)) : scalar)
+        }
+        return String(lowered)
     }
 
     /// `prefix` as a LIKE pattern matching what starts with it.

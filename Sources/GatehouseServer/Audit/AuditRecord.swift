@@ -39,6 +39,8 @@ public enum AuditEvent: String, Sendable, CaseIterable, Codable {
     case adminClearLockout = "admin_clear_lockout"
     case operatorSignIn = "operator_sign_in"
     case operatorSignInRefused = "operator_sign_in_refused"
+    case passkeyAdded = "passkey_added"
+    case passkeyRemoved = "passkey_removed"
 }
 
 /// One event of the audit trail, as stored: never a secret, a PIN or a token.

@@ -101,20 +101,6 @@ extension ServerStore {
         }.map(Self.auditRecord)
     }
 
-    /// Removes events older than `cutoff`, at most `limit`; the count removed.
-    func removeAuditEvents(before cutoff: Double, limit: Int) async throws -> Int {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    DELETE FROM audit_events WHERE seq IN
-                        (SELECT seq FROM audit_events WHERE at < ? ORDER BY seq LIMIT ?)
-                    """,
-                arguments: [cutoff, limit]
-            )
-            return db.changesCount
-        }
-    }
-
     private static func auditCondition(_ query: AuditQuery) -> (String, SQLArguments) {
         var clauses = ["1 = 1"]
         var arguments = SQLArguments()

@@ -49,7 +49,22 @@ extension ServerStore {
             case .single where !others.isEmpty:
                 throw StoreRefusal.conflict(MobileAuthEnrollmentError(.userAlreadyEnrolled))
             case .override:
-                for other in others { try self.disenrolDevice(other, now: proof.now, db) }
+                for other in others where try self.disenrolDevice(other, now: proof.now, db) {
+                    try self.appendAudit(
+                        [
+                            AuditEntry(
+                                event: .deviceDisenrolled,
+                                actor: .user,
+                                identityProvider: session.identityProvider,
+                                subject: session.subject,
+                                profileID: other,
+                                detail: ["reason": "superseded_by_enrolment", "by_profile": session.profileID]
+                            )
+                        ],
+                        now: proof.now,
+                        db
+                    )
+                }
             case .single, .multiple: break
             }
             try self.record(proof, db)

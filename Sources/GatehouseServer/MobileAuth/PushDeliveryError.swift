@@ -11,11 +11,10 @@ public struct PushDeliveryError: Error, Sendable, Equatable, CustomStringConvert
         /// A code named `name`.
         public init(_ name: String) { self.name = name }
 
-        /// The device token is dead (APNs 410 `Unregistered`, 400 `BadDeviceToken` or
-        /// `DeviceTokenNotForTopic`; FCM 404 `UNREGISTERED`): the server disenrols the device,
-        /// and does not try again.
+        /// The device token is dead (APNs 410 `Unregistered`; FCM `UNREGISTERED`): the server
+        /// disenrols the device, and does not try again.
         public static let unregistered = Code("unregistered")
-        /// Worth another try later (APNs 429 and 5xx; FCM 429, 500 and 503; no answer): tried
+        /// Worth another try later (APNs 429 and 5xx; FCM 429, 500, 502, 503 and 504; no answer): tried
         /// again after a while, a few times, within the transaction's lifetime.
         public static let temporary = Code("temporary")
         /// Refused for good (any other answer): logged, not tried again.

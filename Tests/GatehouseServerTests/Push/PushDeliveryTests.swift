@@ -88,21 +88,32 @@ struct PushDeliveryTests {
         }
     }
 
-    @Test("APNs 400 BadDeviceToken disenrols too; 400 BadCollapseId-like refusals are not retried and change nothing")
+    @Test(
+        "APNs 400s are not retried and change nothing: BadDeviceToken and DeviceTokenNotForTopic (also a wrong environment or topic) leave the device enrolled"
+    )
     func apnsBadRequests() async throws {
         try await withPushStandIns { fixture, services in
-            let (client, profile) = try await enrolledDevice(fixture, platform: .apns, token: PushStandIns.apnsToken)
+            let (client, _) = try await enrolledDevice(fixture, platform: .apns, token: PushStandIns.apnsToken)
             let portal = Portal(fixture: fixture)
-            services.apns.script(PushStandIns.apnsToken, APNsStandIn.refusal(400, "BadMessageId"))
-            let refused = try await portal.started("login")
-            #expect(await eventually { fixture.serverLog.lines.contains { $0.contains("Push refused") } })
-            #expect(services.apnsPushes(about: refused.transactionID).count == 1)
-            #expect(try await client.pendingPushMobileAuthRequests().map(\.transactionID) == [refused.transactionID])
-
-            services.apns.script(PushStandIns.apnsToken, APNsStandIn.refusal(400, "BadDeviceToken"))
-            let dead = try await portal.started("payment", message: "Pay 1 EUR?", signingData: "pay 1")
-            #expect(await eventually { try await portal.result(dead.transactionID).status != .pending })
-            try await expectDisenrolled(client, profile, fixture)
+            var refused: [String] = []
+            for reason in ["BadMessageId", "BadDeviceToken", "DeviceTokenNotForTopic"] {
+                services.apns.script(PushStandIns.apnsToken, APNsStandIn.refusal(400, reason))
+                let started = try await portal.started("login")
+                refused.append(started.transactionID)
+                #expect(
+                    await eventually {
+                        fixture.serverLog.lines.contains { $0.contains("Push refused") && $0.contains(reason) }
+                    }
+                )
+                #expect(services.apnsPushes(about: started.transactionID).count == 1, "\(reason) was tried again")
+            }
+            // Still enrolled: the newest request (each replaced the one before) waits on the
+            // device's pending list, and no request ended for a disenrolment.
+            #expect(try await client.pendingPushMobileAuthRequests().map(\.transactionID) == [refused[2]])
+            for transaction in refused {
+                #expect(try await portal.result(transaction).reason != "device_disenrolled")
+            }
+            #expect(fixture.auditLines("device_disenrolled").isEmpty)
         }
     }
 
