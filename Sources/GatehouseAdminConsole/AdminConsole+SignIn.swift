@@ -221,14 +221,23 @@ extension AdminConsole {
     /// The session's forms' token: an HMAC of the session's id hash under the console's secret,
     /// so it changes with every session and only this server can make it.
     func formToken(for session: AdminConsoleStore.Session) async throws -> String {
-        let key: SymmetricKey
-        if let known = formKey.withLock({ $0 }) {
-            key = known
-        } else {
-            key = SymmetricKey(data: try await store.secret("forms"))
-            formKey.withLock { $0 = key }
-        }
-        return Data(HMAC<SHA256>.authenticationCode(for: session.idHash, using: key)).base64URLEncodedString
+        Data(HMAC<SHA256>.authenticationCode(for: session.idHash, using: try await formsKey()))
+            .base64URLEncodedString
+    }
+
+    /// The seal of an action's outcome (`done=…&profile=…`) for the session that made it: the
+    /// user page says "done" only for an outcome it sealed, so a link cannot tell an operator
+    /// of a change nobody made.
+    func outcomeSeal(_ outcome: String, for session: AdminConsoleStore.Session) async throws -> String {
+        Data(HMAC<SHA256>.authenticationCode(for: session.idHash + Data(outcome.utf8), using: try await formsKey()))
+            .base64URLEncodedString
+    }
+
+    private func formsKey() async throws -> SymmetricKey {
+        if let known = formKey.withLock({ $0 }) { return known }
+        let key = SymmetricKey(data: try await store.secret("forms"))
+        formKey.withLock { $0 = key }
+        return key
     }
 
     /// The header of a signed-in page: navigation (`active` marks the current one), the operator

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseKernel
 import GatehouseProtocol
 import GatehouseServer
 import Logging
@@ -175,7 +176,9 @@ extension AdminConsole {
                 "created": ConsoleText.time(transaction.createdAt), "expires": ConsoleText.time(transaction.expiresAt),
             ]
         }
-        if let done = query?["done"].flatMap(ConsoleAction.init(rawValue:)), let profile = query?["profile"] {
+        if let done = query?["done"].flatMap(ConsoleAction.init(rawValue:)), let profile = query?["profile"],
+            try await isSealed(query, session: signedIn.session)
+        {
             values["notice"] = done.done(
                 profile: profile,
                 authenticator: query?["authenticator"],
@@ -183,6 +186,17 @@ extension AdminConsole {
             )
         }
         return page(200, subject, template: "user", values, chrome: chrome(signedIn, active: "search"))
+    }
+
+    /// Whether the outcome fields of `query` (as `act` writes them, in its order) carry this
+    /// session's seal.
+    private func isSealed(_ query: FormFields?, session: AdminConsoleStore.Session) async throws -> Bool {
+        guard let query, let seal = query["seal"] else { return false }
+        let outcome = ["done", "profile", "sessions", "authenticator"].compactMap { name in
+            query[name].map { (name, $0) }
+        }
+        let expected = try await outcomeSeal(FormFields.encode(outcome), for: session)
+        return ConstantTime.equals(Array(seal.utf8), Array(expected.utf8))
     }
 
     /// The user a query or form names: `identity_provider` and `subject`.
@@ -345,7 +359,9 @@ extension AdminConsole {
                 back: (form.back, "Back to \(form.subject)")
             )
         }
-        return redirect(form.back + "&" + FormFields.encode(outcome))
+        let sealed = FormFields.encode(outcome)
+        let seal = try await outcomeSeal(sealed, for: form.signedIn.session)
+        return redirect(form.back + "&" + sealed + "&" + FormFields.encode([("seal", seal)]))
     }
 
     /// The status of the page that says an action was refused.

@@ -203,6 +203,9 @@ struct AdminConsoleTests {
                 _ = try await ann.follow(done)
                 #expect(ann.text.contains(notice), "\(action): \(ann.text.prefix(600))")
             }
+            // A link that claims an outcome without the session's seal tells nothing.
+            let forged = await ann.get(Self.carlsPage + "&done=deregister-profile&profile=\(profile)&seal=forged")
+            #expect(forged.status == 200 && !ann.text.contains("Deregistered profile"), "\(ann.text.prefix(600))")
             try await perform("clear-lockout", expecting: "Cleared the failed attempts of profile \(profile).")
             #expect(ann.html.contains(#"id="failures-\#(profile)">0<"#))
             #expect(!ann.has("clear-lockout-\(profile)"), "nothing to clear any more")
