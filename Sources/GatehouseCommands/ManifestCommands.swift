@@ -4,6 +4,7 @@ import Foundation
 import GatehouseAdminConsole
 import GatehouseKernel
 import GatehouseLogin
+import GatehousePush
 import GatehouseServer
 import Logging
 import XignInManager
@@ -127,8 +128,9 @@ struct ManifestCommands: AsyncParsableCommand {
             abstract: "Check a manifest as `serve` would load it; prints one line and exits 0, or the problem and 78.",
             discussion: """
                 Every plugin is built with its configuration, the server, login, XignIn and admin console \
-                sections are read, and ${publicURL} is resolved (to server.publicURL, else \
-                http://127.0.0.1:8080). Nothing is opened or created.
+                sections are read, the push senders' key files are read and checked, and ${publicURL} is \
+                resolved (to server.publicURL, else http://127.0.0.1:8080). No database is opened and \
+                nothing is created.
                 """
         )
 
@@ -137,7 +139,7 @@ struct ManifestCommands: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                try ManifestCheck.check(file)
+                try await ManifestCheck.check(file)
             } catch {
                 _ = CommandSupport.fail(error)
                 throw ExitCode(ExitStatus.configuration)
@@ -149,7 +151,7 @@ struct ManifestCommands: AsyncParsableCommand {
 
 /// What `manifest check` does: everything `serve` does with a manifest before it opens a database.
 enum ManifestCheck {
-    static func check(_ path: String) throws {
+    static func check(_ path: String) async throws {
         let manifest = try CommandSupport.manifest(path, publicURL: "http://127.0.0.1:8080")
         let logger = CommandSupport.logger("gatehouse.manifest", level: .critical)
         var environment = CommandSupport.environment(logger: logger)
@@ -176,6 +178,9 @@ enum ManifestCheck {
             }
         }
         try TokenServer.check(manifest: manifest, registry: try CommandSupport.registry, environment: environment)
+        // The push senders' key files, read as `serve` reads them (missing, open to others, no key).
+        let senders = try await PushSenders(manifest: manifest, logger: logger)
+        await senders.shutdown()
     }
 
     /// Stands in for the hosted login while a manifest is checked: nothing is ever redeemed.

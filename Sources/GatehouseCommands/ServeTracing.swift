@@ -11,9 +11,11 @@ import Tracing
 /// Tracing is on when `OTEL_TRACES_EXPORTER` is `otlp`, or when it is unset and
 /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` names a collector;
 /// `OTEL_TRACES_EXPORTER=none` and `OTEL_SDK_DISABLED=true` turn it off. swift-otel reads the
-/// rest itself: the endpoint, `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the default, or
-/// `http/json`), headers, `OTEL_SERVICE_NAME` (default `gatehouse`), `OTEL_RESOURCE_ATTRIBUTES`,
-/// `OTEL_TRACES_SAMPLER` and its argument, and the batch processor's `OTEL_BSP_*`.
+/// rest itself: the endpoint, `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the default),
+/// headers, `OTEL_SERVICE_NAME` (default `gatehouse`), `OTEL_RESOURCE_ATTRIBUTES`,
+/// `OTEL_TRACES_SAMPLER` and its argument, and the batch processor's `OTEL_BSP_*`. What it would
+/// only warn about and then ignore (a sampler it does not know, an argument that is no ratio, an
+/// endpoint that is no URL) is refused here, so a start says what is wrong instead.
 enum ServeTracing {
     /// Whether `environment` asks for traces; throws a ``SettingError`` for what this build
     /// cannot do (another exporter, OTLP over gRPC), which would otherwise stop the process later.
@@ -39,15 +41,47 @@ enum ServeTracing {
             "OTEL_EXPORTER_OTLP_" + (value("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") == nil ? "" : "TRACES_")
             + "PROTOCOL"
         switch value(protocolName)?.lowercased() {
-        case nil, "http/protobuf", "http/json": return true
+        case nil, "http/protobuf": break
         case "grpc":
             throw SettingError(
                 "\(protocolName)=grpc: gatehouse exports traces over OTLP/HTTP only; "
                     + "use http/protobuf and the collector's HTTP port (4318)"
             )
+        case "http/json":
+            // swift-otel's JSON writes trace and span ids in base64, where OTLP/JSON has hex: a
+            // collector would misread or refuse every span.
+            throw SettingError(
+                "\(protocolName)=http/json: this build's JSON export writes trace ids a collector misreads; "
+                    + "use http/protobuf (the default)"
+            )
         case let other?:
-            throw SettingError("\(protocolName) must be http/protobuf or http/json, not \"\(other)\"")
+            throw SettingError("\(protocolName) must be http/protobuf, not \"\(other)\"")
         }
+        for name in ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"] {
+            guard let endpoint = value(name) else { continue }
+            guard let url = URLComponents(string: endpoint), ["http", "https"].contains(url.scheme?.lowercased()),
+                url.host?.isEmpty == false
+            else {
+                throw SettingError(
+                    "\(name) must be an http:// or https:// URL of the collector, not \"\(endpoint.prefix(64))\""
+                )
+            }
+        }
+        let samplers = [
+            "always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off",
+            "parentbased_traceidratio",
+        ]
+        if let sampler = value("OTEL_TRACES_SAMPLER"), !samplers.contains(sampler.lowercased()) {
+            throw SettingError(
+                "OTEL_TRACES_SAMPLER must be one of \(samplers.joined(separator: ", ")), not \"\(sampler.prefix(64))\""
+            )
+        }
+        if let argument = value("OTEL_TRACES_SAMPLER_ARG"), !(Double(argument).map { (0...1).contains($0) } ?? false) {
+            throw SettingError(
+                "OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1 (0.1: a tenth of the traces), not \"\(argument.prefix(64))\""
+            )
+        }
+        return true
     }
 
     /// Installs the OTLP tracer process-wide when the environment asks for traces, and returns the

@@ -36,6 +36,19 @@ public struct PushSenders: Sendable {
         }
         self.apns = apns
         self.fcm = fcm
+        // Which services the pushes go to, so an operator sees it at start (no key, no token).
+        if let settings = configuration?.apns {
+            logger.info(
+                "Push delivery through APNs",
+                metadata: [
+                    "environment": "\(settings.environment.rawValue)", "url": "\(settings.baseURL)",
+                    "topic": "\(settings.topic)",
+                ]
+            )
+        }
+        if let settings = configuration?.fcm {
+            logger.info("Push delivery through FCM", metadata: ["url": "\(settings.baseURL)"])
+        }
         var transports: [PushPlatform: any PushTransport] = [:]
         if let apns { transports[.apns] = apns }
         if let fcm { transports[.fcm] = fcm }

@@ -95,7 +95,9 @@ struct AdminConsoleBrowserTests {
             audit == [
                 "admin_deregister_profile|alice@example.com (operator)|ann@example.com",
                 "admin_revoke_sessions|alice@example.com (operator)|ann@example.com",
-                "operator_sign_in|alice@example.com (operator)|", "login_failure|the user|ann@example.com",
+                "operator_sign_in|alice@example.com (operator)|",
+                // Her passkey, added with her password before she was let in: the trail shows it.
+                "passkey_added|the user|alice@example.com", "login_failure|the user|ann@example.com",
                 "login_failure|the user|ann@example.com", "login|the user|ann@example.com",
                 "registration|the user|ann@example.com",
             ],

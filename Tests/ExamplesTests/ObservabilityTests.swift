@@ -170,13 +170,35 @@ struct ObservabilityTests {
     }
 
     @Test(
-        "OTLP over gRPC, or another exporter, is refused at start in one line naming the variable",
+        """
+        OTLP over gRPC or JSON, another exporter, an endpoint that is no URL, an unknown sampler or a ratio that \
+        is none are refused at start in one line naming the variable (status 64, as any bad setting)
+        """,
         arguments: [
             (
                 ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"],
                 "error: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: gatehouse exports traces over OTLP/HTTP only"
             ),
             (["OTEL_TRACES_EXPORTER": "zipkin"], "error: OTEL_TRACES_EXPORTER must be otlp or none, not \"zipkin\""),
+            (
+                ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"],
+                "error: OTEL_EXPORTER_OTLP_PROTOCOL=http/json: this build's JSON export writes trace ids"
+            ),
+            (
+                ["OTEL_EXPORTER_OTLP_ENDPOINT": "not-a-url"],
+                "error: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL of the collector"
+            ),
+            (
+                ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_SAMPLER": "sometimes"],
+                "error: OTEL_TRACES_SAMPLER must be one of always_on,"
+            ),
+            (
+                [
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+                    "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "10%",
+                ],
+                "error: OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1"
+            ),
         ] as [([String: String], String)]
     )
     func refusedExporter(environment: [String: String], message: String) async throws {

@@ -55,6 +55,14 @@ struct PushServeTests {
         #expect(!errors.contains("PRIVATE KEY"))
         // Nothing was left behind by the start that failed.
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("server.sqlite").path))
+
+        // `manifest check` finds it too, in the same line, before anything is started.
+        let check = try Session(["manifest", "check", manifest.path])
+        #expect(try await check.finish() == 78)
+        #expect(check.errors.withLock { $0 } == errors)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key)
+        let fixed = try Session(["manifest", "check", manifest.path])
+        #expect(try await fixed.finish() == 0, "\(fixed.errors.withLock { $0 })")
     }
 
     @Test("a private key file: serve starts with its APNs sender")

@@ -53,7 +53,14 @@ public struct PushConfiguration: Decodable, Sendable {
             keyID = try container.decode(String.self, forKey: .keyID)
             teamID = try container.decode(String.self, forKey: .teamID)
             topic = try container.decode(String.self, forKey: .topic)
-            environment = try container.decode(Environment.self, forKey: .environment, default: .production)
+            let environmentName = try container.decodeIfPresent(String.self, forKey: .environment) ?? "production"
+            guard let environment = Environment(rawValue: environmentName) else {
+                throw container.invalid(
+                    .environment,
+                    "expected production or sandbox, found \"\(environmentName.prefix(64))\""
+                )
+            }
+            self.environment = environment
             url = try container.decodeIfPresent(String.self, forKey: .url).map {
                 $0.hasSuffix("/") ? String($0.dropLast()) : $0
             }

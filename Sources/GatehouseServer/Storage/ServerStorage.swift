@@ -93,16 +93,23 @@ public final class ServerStorage: Sendable {
     /// row read earlier needs that row locked, ``SQLDialect/lockingRows``, or a single conditional
     /// statement), and again from the start after a deadlock, so it must not act outside the
     /// database except in ``SQLSession/afterCommit(_:)``. A database that is busy or unreachable
-    /// throws ``StorageUnavailable``.
-    public func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await ServerTracing.database("db.write", engine.dialect, function: nil) {
+    /// throws ``StorageUnavailable``. In a traced request it is a `db.write` span naming
+    /// `function`, the method that asked for it.
+    public func write<T: Sendable>(
+        function: String = #function,
+        _ change: @escaping @Sendable (any SQLSession) throws -> T
+    ) async throws -> T {
+        try await ServerTracing.database("db.write", engine.dialect, function: function) {
             try await Self.explained { try await engine.write(change) }
         }
     }
 
-    /// Runs `body` in one read-only snapshot.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await ServerTracing.database("db.read", engine.dialect, function: nil) {
+    /// Runs `body` in one read-only snapshot; in a traced request a `db.read` span naming `function`.
+    public func read<T: Sendable>(
+        function: String = #function,
+        _ body: @escaping @Sendable (any SQLSession) throws -> T
+    ) async throws -> T {
+        try await ServerTracing.database("db.read", engine.dialect, function: function) {
             try await Self.explained { try await engine.read(body) }
         }
     }
