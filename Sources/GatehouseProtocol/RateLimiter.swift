@@ -4,7 +4,8 @@ import Synchronization
 /// `interval` seconds. It limits what anyone may create without credentials (installations,
 /// anonymous PIN evaluations, password checks), so a single source cannot grow the server's
 /// state or run its hash function at will. In memory and per process: a restart forgets it, and
-/// several instances each allow the rate.
+/// several instances each allow the rate (the token server also counts installations in its
+/// database, for all instances together).
 public final class RateLimiter: Sendable {
     /// How many requests one key may make at once, before the bucket runs dry.
     public let burst: Int

@@ -42,6 +42,9 @@ public final class TokenServer: Sendable {
     let publishedConfiguration: [String: ConfigValue]
     /// Installations registered per client address.
     let registrationLimiter: RateLimiter
+    /// The same limit on installations, shared by every instance on the database: the local one
+    /// turns a flood away before its proofs are checked, this one holds across instances.
+    let installationLimit: SharedRateLimit
     /// Wrong HTTP Basic secrets per client address.
     let clientAuthenticationLimiter: RateLimiter
     /// Where the transport serving this server listens, when `server.publicURL` is not set.
@@ -141,6 +144,11 @@ public final class TokenServer: Sendable {
         nonces = DPoPNonces(secret: store.dpopNonceSecret)
         publishedConfiguration = plan.publishedConfiguration
         registrationLimiter = RateLimiter(
+            perMinute: configuration.rateLimitPerMinute,
+            burst: configuration.rateLimitBurst
+        )
+        installationLimit = SharedRateLimit(
+            "installations",
             perMinute: configuration.rateLimitPerMinute,
             burst: configuration.rateLimitBurst
         )

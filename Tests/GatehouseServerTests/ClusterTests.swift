@@ -120,6 +120,7 @@ func servingBehindBalancer(
 func withCluster(
     instances count: Int = 3,
     maxPinFailures: Int = 3,
+    installationLimit: (perMinute: Int, burst: Int)? = nil,
     _ body: (Fixture, Balancer, [TokenServer]) async throws -> Void
 ) async throws {
     let publicURL = "http://gatehouse.cluster.test"
@@ -128,7 +129,13 @@ func withCluster(
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-cluster-\(UUID())")
     defer { try? FileManager.default.removeItem(at: directory) }
     let manifest = try ManifestLoader.jsonAndYAML.parse(
-        Data(Fixture.manifestText(maxPinFailures: maxPinFailures, publicURL: publicURL).utf8),
+        Data(
+            Fixture.manifestText(
+                maxPinFailures: maxPinFailures,
+                publicURL: publicURL,
+                installationLimit: installationLimit
+            ).utf8
+        ),
         format: YAMLManifestFormat(),
         source: "cluster.yaml",
         additionalSections: ["server"]
@@ -270,6 +277,34 @@ struct ClusterTests {
                 "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))"
             )
             for requests in balancer.served { #expect(requests > 600, "\(balancer.served)") }
+        }
+    }
+
+    @Test(
+        "60 installations at once, spread over 3 instances, with a burst of 20: exactly 20 are registered, as at one"
+    )
+    func installationBurst() async throws {
+        try await withCluster(installationLimit: (perMinute: 1, burst: 20)) { fixture, balancer, _ throws in
+            let answers = await withTaskGroup(of: WireResponse?.self) { group in
+                for _ in 0..<60 {
+                    group.addTask {
+                        try? await RawInstallation(key: .p256(P256.Signing.PrivateKey()), fixture: fixture).register()
+                    }
+                }
+                return await group.reduce(into: [WireResponse?]()) { $0.append($1) }
+            }
+            let statuses = answers.map { $0?.status ?? -1 }
+            // Each instance's own bucket let its 20 through; the shared one, 20 in all.
+            #expect(
+                statuses.filter { $0 == 201 }.count == 20,
+                "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))"
+            )
+            #expect(statuses.filter { $0 == 429 }.count == 40)
+            #expect(
+                answers.compactMap { $0 }.filter { $0.status == 429 }.allSatisfy { $0.header("Retry-After") != nil }
+            )
+            #expect(try await fixture.count("clients") == 20)
+            for requests in balancer.served { #expect(requests == 20, "\(balancer.served)") }
         }
     }
 

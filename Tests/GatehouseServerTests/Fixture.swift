@@ -249,7 +249,8 @@ struct Fixture {
         enrolment: String = "single",
         mobileAuth: Bool = true,
         requireDPoPNonce: Bool = false,
-        publicURL: String? = nil
+        publicURL: String? = nil,
+        installationLimit: (perMinute: Int, burst: Int)? = nil
     ) -> String {
         // The mobile authentication section, indented under `server:`.
         let mobileAuthSection = """
@@ -290,6 +291,7 @@ struct Fixture {
                   - {id: bound-admin, secret: \(Fixture.boundAdminSecret), scopes: [admin:write], requireDPoP: true}
               requireDPoPNonce: \(requireDPoPNonce)
             \(publicURL.map { "  publicURL: \($0)" } ?? "")
+            \(installationLimit.map { "  rateLimitPerMinute: \($0.perMinute)\n  rateLimitBurst: \($0.burst)" } ?? "")
               cleanupBatch: 10
               maxPinFailures: \(maxPinFailures)
               maxRequestBytes: 4096

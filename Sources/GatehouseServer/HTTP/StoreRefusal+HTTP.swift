@@ -28,6 +28,9 @@ extension ServerError {
         case .noEnrolledDevice:
             self.init(404, "not_found", "The user has no device enrolled for mobile authentication.", code: 1001)
         case .busy(let reason): self.init(503, "temporarily_unavailable", reason)
+        case .rateLimited(let seconds):
+            self.init(429, "too_many_requests", "Too many requests from this address; try again in \(seconds) s.")
+            headers["Retry-After"] = String(seconds)
         case .inconsistent(let reason): self.init(500, "server_error", reason)
         }
     }

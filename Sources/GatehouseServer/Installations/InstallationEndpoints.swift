@@ -49,7 +49,12 @@ extension TokenServer {
                 code: GenericError.Code.configurationInvalid
             )
         }
-        let clientID = try await store.registerClient(appID: body.appID, proof: proof)
+        let clientID = try await store.registerClient(
+            appID: body.appID,
+            proof: proof,
+            limit: installationLimit,
+            address: request.clientAddress
+        )
         return try json(ClientRegistrationResponse(clientID: clientID), status: 201)
     }
 }

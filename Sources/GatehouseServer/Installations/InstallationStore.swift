@@ -10,9 +10,16 @@ extension ServerStore {
         var keyThumbprint: String
     }
 
-    /// Registers an installation's key, or returns the id it already has.
-    func registerClient(appID: String, proof: ProofUse) async throws -> String {
+    /// Registers an installation's key, or returns the id it already has; one request from the
+    /// address' bucket of `limit`, which every instance shares.
+    func registerClient(
+        appID: String,
+        proof: ProofUse,
+        limit: SharedRateLimit,
+        address: String?
+    ) async throws -> String {
         try await write { db in
+            try self.take(limit, forAddress: address, now: proof.now, db)
             try self.record(proof, db)
             // The same key registered twice at once (two instances): one row, both get its id.
             try db.execute(

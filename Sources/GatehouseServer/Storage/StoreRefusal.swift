@@ -25,6 +25,8 @@ enum StoreRefusal: Error, Sendable {
     case grant(String)
     /// The registration's validity ended: the profile is gone, the user registers again.
     case registrationExpired
+    /// A limit the instances share allows no more now; another request in `seconds`.
+    case rateLimited(seconds: Int)
     /// The request names something the store cannot act on as asked.
     case request(String)
     /// The flow does not exist.

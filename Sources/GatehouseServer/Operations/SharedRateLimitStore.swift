@@ -1,0 +1,69 @@
+import Foundation
+import GatehouseKernel
+import GatehouseProtocol
+
+/// A token bucket per client address that every instance on the database shares: `burst`
+/// requests at once, then one every `interval` seconds, counted in the database, so three
+/// instances behind a balancer allow together what the manifest says for one.
+struct SharedRateLimit: Sendable {
+    /// The limit's name in `rate_buckets`.
+    var name: String
+    var burst: Int
+    /// Seconds a bucket takes to earn one request back; 0: no limit.
+    var interval: Double
+
+    /// `perMinute` requests a minute after a burst of `burst`; `perMinute` 0 turns it off.
+    init(_ name: String, perMinute: Int, burst: Int) {
+        self.name = name
+        self.burst = max(1, burst)
+        interval = perMinute > 0 ? 60 / Double(perMinute) : 0
+    }
+}
+
+extension ServerStore {
+    /// Takes one request from `limit`'s bucket for the client at `address` inside the caller's
+    /// change (nil address, in-process: never limited). Throws ``StoreRefusal/rateLimited(seconds:)``
+    /// when the bucket is empty. The bucket's row stays locked until the change ends, so takes
+    /// at every instance are counted one after another; a change that is refused or rolled back
+    /// takes nothing.
+    func take(_ limit: SharedRateLimit, forAddress address: String?, now: Double, _ db: any SQLSession) throws {
+        guard limit.interval > 0, let address else { return }
+        let key = RateLimiter.key(forAddress: address)
+        // Full buckets of this limit go as buckets are taken from, a few at a time.
+        try db.execute(
+            sql: """
+                DELETE FROM rate_buckets WHERE name = ? AND key IN
+                    (SELECT key FROM rate_buckets WHERE name = ? AND full_at < ? AND key != ? LIMIT 8)
+                """,
+            arguments: [limit.name, limit.name, now - 60, key]
+        )
+        var found: SQLRow?
+        // A bucket another change removed as full between the two statements is made again.
+        for _ in 0..<3 where found == nil {
+            try db.execute(
+                sql: """
+                    INSERT INTO rate_buckets (name, key, tokens, updated_at, full_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (name, key) DO NOTHING
+                    """,
+                arguments: [limit.name, key, Double(limit.burst), now, now]
+            )
+            found = try SQLRow.fetchOne(
+                db,
+                sql: "SELECT tokens, updated_at FROM rate_buckets WHERE name = ? AND key = ? \(db.dialect.lockingRows)",
+                arguments: [limit.name, key]
+            )
+        }
+        guard let found else { throw StoreRefusal.busy("The rate limit could not be read; try again.") }
+        let stored: Double = found["tokens"]
+        let updated: Double = found["updated_at"]
+        let tokens = min(Double(limit.burst), stored + max(0, now - updated) / limit.interval)
+        guard tokens >= 1 else {
+            throw StoreRefusal.rateLimited(seconds: Int(((1 - tokens) * limit.interval).rounded(.up)))
+        }
+        let left = tokens - 1
+        try db.execute(
+            sql: "UPDATE rate_buckets SET tokens = ?, updated_at = ?, full_at = ? WHERE name = ? AND key = ?",
+            arguments: [left, now, now + (Double(limit.burst) - left) * limit.interval, limit.name, key]
+        )
+    }
+}
