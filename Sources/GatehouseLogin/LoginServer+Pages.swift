@@ -2,6 +2,7 @@ import Foundation
 import GatehouseKernel
 import GatehouseOpenID
 import GatehouseProtocol
+import GatehouseServer
 import Logging
 
 // The authorization endpoint and the forms behind it. Until the client and its redirect URI are
@@ -139,8 +140,21 @@ extension LoginServer {
     }
 
     /// A 429 page when `request`'s address has used up `limiter`, else nil.
+    /// The page that refuses a request past a password check's limit: this instance's, then the
+    /// one all instances share (a write; each check costs a password hash anyway).
+    func passwordCheckLimited(_ request: WireRequest) async throws -> WireResponse? {
+        if let refusal = limited(request, by: passwordLimiter) { return refusal }
+        guard let seconds = try await sharedPasswordChecks.retryAfter(forAddress: request.clientAddress, now: now)
+        else { return nil }
+        return limitedPage(seconds)
+    }
+
     func limited(_ request: WireRequest, by limiter: RateLimiter) -> WireResponse? {
         guard let seconds = limiter.retryAfter(forAddress: request.clientAddress, now: now) else { return nil }
+        return limitedPage(seconds)
+    }
+
+    private func limitedPage(_ seconds: Int) -> WireResponse {
         let message = "Too many sign-in attempts from your address; try again in \(seconds) seconds."
         return page(
             429,
@@ -152,7 +166,7 @@ extension LoginServer {
 
     func signIn(_ request: WireRequest) async throws -> WireResponse {
         // Counted before anything is read: every sign-in attempt may cost a password hash.
-        if let refusal = limited(request, by: passwordLimiter) { return refusal }
+        if let refusal = try await passwordCheckLimited(request) { return refusal }
         let (fields, authorization, client) = try await submittedForm(request)
         guard let username = fields["username"], let password = fields["password"], !username.isEmpty,
             username.utf8.count <= 254, password.utf8.count <= 1024

@@ -403,7 +403,7 @@ extension LoginServer {
                     .joined(separator: "\n")
                 return response
             }
-            if let refusal = limited(request, by: passwordLimiter) { return refusal }
+            if let refusal = try await passwordCheckLimited(request) { return refusal }
             guard let username = fields["username"], let password = fields["password"], !username.isEmpty,
                 username.utf8.count <= 254, password.utf8.count <= 1024
             else { return accountSignInPage(csrf: csrf, status: 400, error: "Send an e-mail address and a password.") }

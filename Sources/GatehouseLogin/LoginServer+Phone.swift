@@ -49,7 +49,7 @@ extension LoginServer: PhoneSignInExtension, AdminServiceExtension {
     func startPushSignIn(_ request: WireRequest) async throws -> WireResponse {
         // Each push names a username, as a password does: counted with the password checks, per
         // client address, before anything is read.
-        if let refusal = limited(request, by: passwordLimiter) { return refusal }
+        if let refusal = try await passwordCheckLimited(request) { return refusal }
         let (fields, authorization, client) = try await submittedForm(request)
         let id = fields["authorization"] ?? ""
         let csrf = fields["csrf"] ?? ""

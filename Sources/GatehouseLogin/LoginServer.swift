@@ -40,8 +40,10 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
     let decoyHash: String
     /// Whether the login's cookies carry `Secure`: the server is reached over https.
     let secureCookies: Bool
-    /// Password checks per client address.
+    /// Password checks per client address, in this instance's memory: floods stop here.
     let passwordLimiter: RateLimiter
+    /// The same limit, counted once for every instance on the database.
+    let sharedPasswordChecks: SharedRateLimiter
     /// Sign-in pages (stored authorization requests) per client address.
     let pageLimiter: RateLimiter
     /// Wrong client secrets at the token endpoint per client address.
@@ -125,6 +127,12 @@ public final class LoginServer: ServerExtension, BrowserLoginService, BrowserSes
         passwordLimiter = RateLimiter(
             perMinute: configuration.passwordChecksPerMinute,
             burst: configuration.passwordChecksPerMinute
+        )
+        sharedPasswordChecks = SharedRateLimiter(
+            name: "login.password-checks",
+            perMinute: configuration.passwordChecksPerMinute,
+            burst: configuration.passwordChecksPerMinute,
+            storage: storage
         )
     }
 

@@ -102,7 +102,12 @@ extension XignInManager {
             // Registration: a fresh key for this account-to-be, stored for ten minutes, so the
             // number one source may ask for is limited.
             try requireOpen()
-            if let seconds = evaluationLimiter.retryAfter(forAddress: request.clientAddress, now: now) {
+            // This instance's limit first (a flood stops in memory), then the one all share.
+            var wait = evaluationLimiter.retryAfter(forAddress: request.clientAddress, now: now)
+            if wait == nil {
+                wait = try await sharedEvaluations.retryAfter(forAddress: request.clientAddress, now: now)
+            }
+            if let seconds = wait {
                 var refusal = Refusal(
                     429,
                     "too_many_requests",

@@ -26,8 +26,10 @@ public final class XignInManager: ServerExtension {
     let clock: any WallClock
     let cpuWork: any CPUWorkExecutor
     let logger: Logger
-    /// Anonymous PIN evaluations per client address.
+    /// Anonymous PIN evaluations per client address, in this instance's memory: floods stop here.
     let evaluationLimiter: RateLimiter
+    /// The same limit, counted once for every instance on the database.
+    let sharedEvaluations: SharedRateLimiter
     let maxRequestBytes = 65536
     /// The token server's URL, once it is served: the default manager URL derives from it.
     private let servedAt = Mutex<String?>(nil)
@@ -64,6 +66,12 @@ public final class XignInManager: ServerExtension {
         evaluationLimiter = RateLimiter(
             perMinute: configuration.evaluationsPerMinute,
             burst: configuration.evaluationsPerMinute
+        )
+        sharedEvaluations = SharedRateLimiter(
+            name: "xignin.evaluations",
+            perMinute: configuration.evaluationsPerMinute,
+            burst: configuration.evaluationsPerMinute,
+            storage: storage
         )
         store = try XignInStore(storage: storage)
     }

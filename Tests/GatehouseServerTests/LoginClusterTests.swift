@@ -20,6 +20,7 @@ import Testing
 private func withLoginCluster(
     instances count: Int = 3,
     maxFailedLogins: Int = 5,
+    passwordChecksPerMinute: Int = 10000,
     _ body: (Balancer, [LoginServer]) async throws -> Void
 ) async throws {
     let cluster = try PostgresTestCluster.shared()
@@ -33,7 +34,7 @@ private func withLoginCluster(
             login:
               passwordCost: 14
               maxFailedLogins: \(maxFailedLogins)
-              passwordChecksPerMinute: 10000
+              passwordChecksPerMinute: \(passwordChecksPerMinute)
               pagesPerMinute: 10000
               clients: [{id: gatehouse, name: Example App, loopbackRedirectPaths: [/callback]}]
             """.utf8
@@ -154,6 +155,25 @@ struct LoginClusterTests {
             for served in balancer.served { #expect(served >= 10, "\(balancer.served)") }
             // The right password is refused too while the lock lasts.
             #expect(try await balancer.send(page.signIn(password: "correct horse")).status == 403)
+        }
+    }
+
+    @Test(
+        "24 password checks at once from one address through 3 instances, 6 a minute allowed: exactly 6 are checked, as at one"
+    )
+    func passwordChecksLimitedOnce() async throws {
+        try await withLoginCluster(maxFailedLogins: 20, passwordChecksPerMinute: 6) { balancer, _ in
+            let page = try await SignInPage(balancer)
+            let statuses = await allAtOnce(
+                Array(repeating: page.signIn(password: "wrong password"), count: 24),
+                balancer
+            )
+            let counts = Dictionary(grouping: statuses) { $0 }.mapValues(\.count)
+            // 401: checked and wrong; 429: refused before any hash. Each instance's own limit
+            // would have let 6 through at each of the three.
+            #expect(counts[401] == 6, "\(counts)")
+            #expect(counts[429] == 18, "\(counts)")
+            for served in balancer.served { #expect(served >= 8, "\(balancer.served)") }
         }
     }
 

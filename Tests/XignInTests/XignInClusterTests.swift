@@ -105,7 +105,11 @@ struct XignInCluster {
 
 /// Runs `body` with `count` instances on one fresh PostgreSQL schema, each served over HTTP on a
 /// loopback port.
-func withXignInCluster(instances count: Int = 3, _ body: (XignInCluster) async throws -> Void) async throws {
+func withXignInCluster(
+    instances count: Int = 3,
+    evaluationsPerMinute: Int = 30,
+    _ body: (XignInCluster) async throws -> Void
+) async throws {
     try await withLinkedService(accepts: true) { port, deliveries in
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "gatehouse-xignin-cluster-\(UUID().uuidString)"
@@ -113,7 +117,7 @@ func withXignInCluster(instances count: Int = 3, _ body: (XignInCluster) async t
         defer { try? FileManager.default.removeItem(at: directory) }
         let location = try TestDatabaseLocation(folder: directory, postgres: true)
         defer { location.drop() }
-        let manifest = try XignInFixture.parsedManifest(webhookPort: port)
+        let manifest = try XignInFixture.parsedManifest(webhookPort: port, evaluationsPerMinute: evaluationsPerMinute)
         let logger = Logger(label: "xignin-cluster")
         var storages: [ServerStorage] = []
         var servers: [TokenServer] = []
@@ -218,6 +222,37 @@ struct XignInClusterTests {
                 _ = try await owner.activate(url: cluster.url, code: code, pin: "24680")
             }
             #expect(try await XignInFixture.count("activations", in: cluster.storage) == 0)
+        }
+    }
+
+    @Test(
+        "24 registration PIN evaluations at once from one address through 3 instances, 6 a minute allowed: exactly 6 are evaluated, as at one"
+    )
+    func evaluationsLimitedOnce() async throws {
+        try await withXignInCluster(evaluationsPerMinute: 6) { cluster in
+            let path = "/xignin/v1/pin/evaluate"
+            cluster.balancer.hold(24, to: path)
+            let body = Data(#"{"blinded": "AAAA"}"#.utf8)
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<24 {
+                    group.addTask {
+                        _ = try? await cluster.balancer.send(
+                            WireRequest(
+                                method: "POST",
+                                path: path,
+                                headers: ["Content-Type": "application/json"],
+                                body: body
+                            )
+                        )
+                    }
+                }
+            }
+            #expect(cluster.balancer.served(path) == [8, 8, 8])
+            // 400: taken from the limit and then refused for the point it sent; 429: past the
+            // limit. Each instance's own limit would have let 6 through at each of the three.
+            let statuses = cluster.balancer.statuses(path)
+            #expect(statuses.filter { $0 != 429 }.count == 6, "\(statuses)")
+            #expect(statuses.filter { $0 == 429 }.count == 18, "\(statuses)")
         }
     }
 

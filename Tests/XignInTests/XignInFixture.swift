@@ -161,7 +161,7 @@ struct XignInFixture {
         )
     }
 
-    static func manifest(registration: String, webhookPort: Int) -> String {
+    static func manifest(registration: String, webhookPort: Int, evaluationsPerMinute: Int = 30) -> String {
         """
         server: {clients: [{id: test-app}]}
         authenticators: [{id: pin, type: pin}]
@@ -179,12 +179,23 @@ struct XignInFixture {
           serviceMappings:
             - {id: keycloak, webhook: "http://127.0.0.1:\(webhookPort)/provision"}
           maxActivationAttempts: 3
+          evaluationsPerMinute: \(evaluationsPerMinute)
         """
     }
 
-    static func parsedManifest(registration: String = "open", webhookPort: Int) throws -> Manifest {
+    static func parsedManifest(
+        registration: String = "open",
+        webhookPort: Int,
+        evaluationsPerMinute: Int = 30
+    ) throws -> Manifest {
         try ManifestLoader.jsonAndYAML.parse(
-            Data(manifest(registration: registration, webhookPort: webhookPort).utf8),
+            Data(
+                manifest(
+                    registration: registration,
+                    webhookPort: webhookPort,
+                    evaluationsPerMinute: evaluationsPerMinute
+                ).utf8
+            ),
             format: YAMLManifestFormat(),
             source: "xignin.yaml",
             additionalSections: ["server", "xignin"]

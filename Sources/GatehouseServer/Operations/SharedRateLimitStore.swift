@@ -27,6 +27,11 @@ extension ServerStore {
     /// at every instance are counted one after another; a change that is refused or rolled back
     /// takes nothing.
     func take(_ limit: SharedRateLimit, forAddress address: String?, now: Double, _ db: any SQLSession) throws {
+        try Self.take(limit, forAddress: address, now: now, db)
+    }
+
+    /// ``take(_:forAddress:now:_:)`` for a change outside the server's stores (an extension's).
+    static func take(_ limit: SharedRateLimit, forAddress address: String?, now: Double, _ db: any SQLSession) throws {
         guard limit.interval > 0, let address else { return }
         let key = RateLimiter.key(forAddress: address)
         // Full buckets of this limit go as buckets are taken from, a few at a time.
@@ -65,5 +70,37 @@ extension ServerStore {
             sql: "UPDATE rate_buckets SET tokens = ?, updated_at = ?, full_at = ? WHERE name = ? AND key = ?",
             arguments: [left, now, now + (Double(limit.burst) - left) * limit.interval, limit.name, key]
         )
+    }
+}
+
+/// A rate limit per client address that every instance on the server's database shares, for an
+/// extension on the server's storage (the hosted login's password checks, XignIn's anonymous
+/// evaluations): `burst` requests at once, then `perMinute` a minute, counted in one row of
+/// `rate_buckets` per address under its row lock, so N instances allow what one would.
+///
+/// Each take is a change of its own (a round trip or three): keep an in-memory `RateLimiter`
+/// in front of it, with the same figures, for floods, and use this one where each request costs
+/// more than a write anyway (a password hash, an OPRF evaluation).
+public struct SharedRateLimiter: Sendable {
+    private let limit: SharedRateLimit
+    private let storage: ServerStorage
+
+    /// The limit `name` (unique among the server's and its extensions': `login.password-checks`);
+    /// `perMinute` 0 turns it off.
+    public init(name: String, perMinute: Int, burst: Int, storage: ServerStorage) {
+        limit = SharedRateLimit(name, perMinute: perMinute, burst: burst)
+        self.storage = storage
+    }
+
+    /// Takes one request from the bucket of the client at `address` (nil in-process: never
+    /// limited): nil when allowed, else the whole seconds to wait, for `Retry-After`.
+    public func retryAfter(forAddress address: String?, now: Double) async throws -> Int? {
+        guard let address else { return nil }
+        do {
+            try await storage.write { [limit] db in try ServerStore.take(limit, forAddress: address, now: now, db) }
+            return nil
+        } catch StoreRefusal.rateLimited(let seconds) {
+            return seconds
+        }
     }
 }
