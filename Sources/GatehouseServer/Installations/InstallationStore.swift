@@ -19,7 +19,7 @@ extension ServerStore {
         address: String?
     ) async throws -> String {
         try await write { db in
-            try self.take(limit, forAddress: address, now: proof.now, db)
+            try Self.take(limit, forAddress: address, now: proof.now, db)
             try self.record(proof, db)
             // The same key registered twice at once (two instances): one row, both get its id.
             try db.execute(

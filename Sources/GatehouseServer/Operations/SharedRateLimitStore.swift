@@ -26,11 +26,7 @@ extension ServerStore {
     /// when the bucket is empty. The bucket's row stays locked until the change ends, so takes
     /// at every instance are counted one after another; a change that is refused or rolled back
     /// takes nothing.
-    func take(_ limit: SharedRateLimit, forAddress address: String?, now: Double, _ db: any SQLSession) throws {
-        try Self.take(limit, forAddress: address, now: now, db)
-    }
-
-    /// ``take(_:forAddress:now:_:)`` for a change outside the server's stores (an extension's).
+    /// Static, so an extension's change (``SharedRateLimiter``) takes the same way.
     static func take(_ limit: SharedRateLimit, forAddress address: String?, now: Double, _ db: any SQLSession) throws {
         guard limit.interval > 0, let address else { return }
         let key = RateLimiter.key(forAddress: address)
@@ -95,7 +91,8 @@ public struct SharedRateLimiter: Sendable {
     /// Takes one request from the bucket of the client at `address` (nil in-process: never
     /// limited): nil when allowed, else the whole seconds to wait, for `Retry-After`.
     public func retryAfter(forAddress address: String?, now: Double) async throws -> Int? {
-        guard let address else { return nil }
+        // Off, or in-process: no change is written at all.
+        guard limit.interval > 0, let address else { return nil }
         do {
             try await storage.write { [limit] db in try ServerStore.take(limit, forAddress: address, now: now, db) }
             return nil
