@@ -134,7 +134,7 @@ final class SoftwareAuthenticator {
     }
 
     /// The pieces of a registration, to change before ``json``.
-    struct Registration {
+    struct Registration: Equatable {
         var id: String
         var rawId: String
         var type: String
@@ -156,7 +156,7 @@ final class SoftwareAuthenticator {
     }
 
     /// The pieces of an assertion, to change before ``json``.
-    struct Assertion {
+    struct Assertion: Equatable {
         var id: String
         var rawId: String
         var type: String
