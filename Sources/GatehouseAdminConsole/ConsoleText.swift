@@ -60,6 +60,7 @@ enum ConsoleText {
         case .operatorSignInRefused: "Operator's sign-in refused"
         case .passkeyAdded: "Passkey added at the login"
         case .passkeyRemoved: "Passkey removed at the login"
+        case .clientAuthenticationFailure: "Wrong API client secret"
         case nil: name
         }
     }
@@ -68,7 +69,7 @@ enum ConsoleText {
     static func tone(_ name: String) -> String {
         switch AuditEvent(rawValue: name) {
         case .loginFailure, .lockout, .authenticatorLockout, .refreshTokenReuse, .credentialReplay, .pushDenied,
-            .operatorSignInRefused:
+            .operatorSignInRefused, .clientAuthenticationFailure:
             "bad"
         case .adminRevokeSessions, .adminRemoveAuthenticator, .adminDisenrolDevice, .adminDeregisterProfile,
             .adminClearLockout, .operatorSignIn:

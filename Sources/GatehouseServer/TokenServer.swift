@@ -45,8 +45,13 @@ public final class TokenServer: Sendable {
     /// The same limit on installations, shared by every instance on the database: the local one
     /// turns a flood away before its proofs are checked, this one holds across instances.
     let installationLimit: SharedRateLimit
-    /// Wrong HTTP Basic secrets per client address.
+    /// Wrong HTTP Basic secrets per client address, at this instance: turns a flood away before
+    /// the shared bucket is asked.
     let clientAuthenticationLimiter: RateLimiter
+    /// The same limit shared by every instance on the database (`client-authentication`).
+    let clientAuthenticationLimit: SharedRateLimit
+    /// Credentials that passed lately, and addresses locked out, at this instance.
+    let clientAuthentications = ClientAuthenticationMemory()
     /// Where the transport serving this server listens, when `server.publicURL` is not set.
     private let servedAt = Mutex<String?>(nil)
 
@@ -156,6 +161,11 @@ public final class TokenServer: Sendable {
             perMinute: configuration.clientAuthenticationFailuresPerMinute,
             burst: configuration.clientAuthenticationFailuresPerMinute
         )
+        clientAuthenticationLimit = SharedRateLimit(
+            "client-authentication",
+            perMinute: configuration.clientAuthenticationFailuresPerMinute,
+            burst: configuration.clientAuthenticationFailuresPerMinute
+        )
         clock = environment.clock
         logger = environment.logger
         var audit = environment.logger
@@ -180,7 +190,10 @@ public final class TokenServer: Sendable {
             ),
             disenrolled: { [callbacks] in callbacks?.wake() }
         )
-        store.engine.subscribe { [hub] announcement in hub.hear(announcement) }
+        store.engine.subscribe { [hub, clientAuthentications] announcement in
+            hub.hear(announcement)
+            clientAuthentications.hear(announcement)
+        }
         // Callbacks left due by an earlier run go out now.
         callbacks?.wake()
         for case let mounted as any PhoneSignInExtension in extensions { mounted.mounted(with: PhoneSignIn(self)) }

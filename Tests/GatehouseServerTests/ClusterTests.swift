@@ -121,6 +121,7 @@ func withCluster(
     instances count: Int = 3,
     maxPinFailures: Int = 3,
     installationLimit: (perMinute: Int, burst: Int)? = nil,
+    clientAuthenticationFailuresPerMinute: Int? = nil,
     _ body: (Fixture, Balancer, [TokenServer]) async throws -> Void
 ) async throws {
     let publicURL = "http://gatehouse.cluster.test"
@@ -133,7 +134,8 @@ func withCluster(
             Fixture.manifestText(
                 maxPinFailures: maxPinFailures,
                 publicURL: publicURL,
-                installationLimit: installationLimit
+                installationLimit: installationLimit,
+                clientAuthenticationFailuresPerMinute: clientAuthenticationFailuresPerMinute
             ).utf8
         ),
         format: YAMLManifestFormat(),
@@ -305,6 +307,108 @@ struct ClusterTests {
             )
             #expect(try await fixture.count("clients") == 20)
             for requests in balancer.served { #expect(requests == 20, "\(balancer.served)") }
+        }
+    }
+
+    /// `Authorization: Basic` for `id` and `secret`.
+    private static func basic(_ id: String, _ secret: String) -> [String: String] {
+        ["Authorization": "Basic " + Data("\(id):\(secret)".utf8).base64EncodedString()]
+    }
+
+    /// A portal's look-up of a transaction (404: there is none) or a resource server's
+    /// introspection (200), each with HTTP Basic credentials.
+    private static func basicRequest(portal: Bool, id: String, secret: String) -> WireRequest {
+        if portal {
+            return WireRequest(
+                method: "GET",
+                path: Endpoint.portalTransaction("AAAAAAAAAAAAAAAAAAAAAAAA"),
+                headers: basic(id, secret)
+            )
+        }
+        var headers = basic(id, secret)
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        return WireRequest(method: "POST", path: Endpoint.introspect, headers: headers, body: Data("token=x".utf8))
+    }
+
+    @Test(
+        "30 wrong Basic secrets at once, spread over 3 instances, with 3 a minute allowed: exactly 3 are answered and audited, as at one; then the right ones are refused too"
+    )
+    func wrongSecretBurst() async throws {
+        try await withCluster(clientAuthenticationFailuresPerMinute: 3) { fixture, balancer, _ throws in
+            let answers = await withTaskGroup(of: WireResponse?.self) { group in
+                for guess in 0..<30 {
+                    group.addTask {
+                        try? await balancer.send(
+                            Self.basicRequest(
+                                portal: guess % 2 == 0,
+                                id: guess % 2 == 0 ? "portal" : "gateway",
+                                secret: "guess-\(guess)-0123456789"
+                            )
+                        )
+                    }
+                }
+                return await group.reduce(into: [WireResponse?]()) { $0.append($1) }
+            }
+            let statuses = answers.map { $0?.status ?? -1 }
+            // Each instance's own bucket let its 3 through; the shared one, 3 in all.
+            #expect(
+                statuses.filter { $0 == 401 }.count == 3,
+                "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))"
+            )
+            #expect(statuses.filter { $0 == 429 }.count == 27)
+            #expect(
+                answers.compactMap { $0 }.filter { $0.status == 429 }.allSatisfy { $0.header("Retry-After") != nil }
+            )
+            for requests in balancer.served { #expect(requests == 10, "\(balancer.served)") }
+            // Each wrong secret answered is a security event of the audit trail, and only those.
+            let audited = try await fixture.read { db in
+                try SQLRow.fetchAll(
+                    db,
+                    sql: "SELECT actor, detail FROM audit_events WHERE event = 'client_authentication_failure'"
+                )
+            }
+            #expect(audited.count == 3)
+            for row in audited {
+                let actor: String = row["actor"]
+                let detail: String = row["detail"]
+                #expect(actor == "server")
+                #expect(detail.contains("127.0.0.1") && !detail.contains("guess-"), "\(detail)")
+            }
+            // The address is locked out at every instance: the right secrets are refused as well.
+            for instance in balancer.instances {
+                for portal in [true, false] {
+                    let right = try await instance.send(
+                        Self.basicRequest(
+                            portal: portal,
+                            id: portal ? "portal" : "gateway",
+                            secret: portal ? Fixture.portalSecret : Fixture.gatewaySecret
+                        )
+                    )
+                    #expect(right.status == 429)
+                }
+            }
+        }
+    }
+
+    @Test(
+        "a right secret taken on trust at every instance is refused at each once wrong ones at one instance empty the shared bucket"
+    )
+    func lockoutReachesEveryInstance() async throws {
+        try await withCluster(clientAuthenticationFailuresPerMinute: 3) { fixture, balancer, _ throws in
+            let right = Self.basicRequest(portal: false, id: "gateway", secret: Fixture.gatewaySecret)
+            // The right secret twice at each instance: the second time from memory, without the
+            // database. None is counted.
+            for instance in balancer.instances {
+                for _ in 0..<2 { #expect(try await instance.send(right).status == 200) }
+            }
+            let wrong = Self.basicRequest(portal: false, id: "gateway", secret: "guess-0123456789")
+            for _ in 0..<3 { #expect(try await balancer.instances[0].send(wrong).status == 401) }
+            // The last wrong secret emptied the bucket: the other instances hear so and refuse
+            // the secret they had taken on trust.
+            for instance in balancer.instances {
+                #expect(await eventually(seconds: 5) { try await instance.send(right).status == 429 })
+            }
+            #expect(try await fixture.count("audit_events WHERE event = 'client_authentication_failure'") == 3)
         }
     }
 

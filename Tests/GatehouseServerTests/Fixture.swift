@@ -250,7 +250,8 @@ struct Fixture {
         mobileAuth: Bool = true,
         requireDPoPNonce: Bool = false,
         publicURL: String? = nil,
-        installationLimit: (perMinute: Int, burst: Int)? = nil
+        installationLimit: (perMinute: Int, burst: Int)? = nil,
+        clientAuthenticationFailuresPerMinute: Int? = nil
     ) -> String {
         // The mobile authentication section, indented under `server:`.
         let mobileAuthSection = """
@@ -292,6 +293,7 @@ struct Fixture {
               requireDPoPNonce: \(requireDPoPNonce)
             \(publicURL.map { "  publicURL: \($0)" } ?? "")
             \(installationLimit.map { "  rateLimitPerMinute: \($0.perMinute)\n  rateLimitBurst: \($0.burst)" } ?? "")
+            \(clientAuthenticationFailuresPerMinute.map { "  clientAuthenticationFailuresPerMinute: \($0)" } ?? "")
               cleanupBatch: 10
               maxPinFailures: \(maxPinFailures)
               maxRequestBytes: 4096

@@ -12,7 +12,7 @@ extension TokenServer {
     /// the admin API, DPoP-bound when the request carries a proof (required with `requireDPoP`).
     func issueAdminToken(_ body: TokenRequest, _ request: WireRequest) async throws -> WireResponse {
         let clients = configuration.admin.clients
-        let index = try basicCredential(
+        let index = try await basicCredential(
             request,
             among: clients.map { ($0.id, $0.secret) },
             formEncoded: true,

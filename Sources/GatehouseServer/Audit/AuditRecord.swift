@@ -41,6 +41,7 @@ public enum AuditEvent: String, Sendable, CaseIterable, Codable {
     case operatorSignInRefused = "operator_sign_in_refused"
     case passkeyAdded = "passkey_added"
     case passkeyRemoved = "passkey_removed"
+    case clientAuthenticationFailure = "client_authentication_failure"
 }
 
 /// One event of the audit trail, as stored: never a secret, a PIN or a token.

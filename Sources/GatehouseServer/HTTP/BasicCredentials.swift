@@ -11,12 +11,18 @@ extension TokenServer {
     /// or how long its secret is. With `formEncoded` (OAuth clients, RFC 6749 §2.3.1) the id and
     /// secret are percent-decoded first.
     ///
-    /// Guesses are limited per client address (`clientAuthenticationFailuresPerMinute`): every
-    /// presented secret takes one from the address' bucket before it is compared, and the right
-    /// one gives it back, so only wrong secrets use it up, concurrent guesses included. An empty
-    /// bucket refuses every Basic request from the address with 429, the right secret too:
-    /// answering it would tell a guesser it had found the secret. Each wrong secret is counted
-    /// (`client_authentication_failure`) and written to the audit log.
+    /// Guesses are limited per client address (`clientAuthenticationFailuresPerMinute`), counted
+    /// once for the whole cluster in the shared bucket `client-authentication`: a wrong secret
+    /// takes one request from the address' bucket in the same change that writes it to the audit
+    /// trail (`client_authentication_failure`), so concurrent guesses at every instance are counted
+    /// one after another. Only then is the answer given: a guess the bucket had no request left
+    /// for gets 429, whether it was right or wrong, since answering a right one would tell a
+    /// guesser it had found the secret. A right secret takes nothing; once it has passed at an
+    /// address, the same bytes from there are taken on trust for a minute without the database
+    /// (``ClientAuthenticationMemory``), so a busy resource server's introspection stays free of
+    /// writes, unless the address is locked out meanwhile. An in-memory limit with the same
+    /// figures stands in front, taken before the comparison and given back by a right secret, so
+    /// a flood at one instance never reaches the database.
     ///
     /// No `WWW-Authenticate: Basic` challenge goes with the refusal: URLSession on Linux waits
     /// forever on one it has no credential for (swift-corelibs-foundation#5456); the error body
@@ -26,7 +32,7 @@ extension TokenServer {
         among credentials: [(id: String, secret: String)],
         formEncoded: Bool,
         refusal: ServerError
-    ) throws -> Int {
+    ) async throws -> Int {
         guard let header = request.header("Authorization"), header.utf8.count <= 1024,
             header.utf8.prefix(5).map({ $0 | 0x20 }).elementsEqual("basic".utf8),
             header.utf8.dropFirst(5).first == UInt8(ascii: " "),
@@ -37,6 +43,10 @@ extension TokenServer {
         func decode(_ part: Substring) -> String? { formEncoded ? FormFields.decode(part) : String(part) }
         guard let id = decode(text[..<colon]), let secret = decode(text[text.index(after: colon)...]) else {
             throw refusal
+        }
+        let address = request.clientAddress.map(RateLimiter.key(forAddress:))
+        if let address, let seconds = clientAuthentications.lockedSeconds(address, now: now) {
+            throw rateLimited(seconds)
         }
         try limit(request, by: clientAuthenticationLimiter)
         let idDigest = Data(SHA256.hash(data: Data(id.utf8)))
@@ -49,19 +59,91 @@ extension TokenServer {
             if idMatches { named = index }
             if idMatches && secretMatches { found = index }
         }
+        // The pair's own digest: an id and secret that pass together, never either alone.
+        let presented = Data(SHA256.hash(data: idDigest + secretDigest))
+        if let found, let address, clientAuthentications.trusts(presented, at: address, now: now) {
+            clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress)
+            return found
+        }
+        let endpoint = endpointLabel(request.path)
+        // The id only when it is a configured one: the rest is the sender's text.
+        let client = named.map { credentials[$0].id } ?? "unknown"
+        if let seconds = try await countClientAuthentication(
+            address: address,
+            right: found != nil,
+            failure: AuditEntry(
+                event: .clientAuthenticationFailure,
+                actor: .server,
+                detail: ["endpoint": endpoint, "client": client, "address": address ?? "in-process"]
+            )
+        ) {
+            throw rateLimited(seconds)
+        }
         guard let found else {
             metrics.event("client_authentication_failure")
-            // The id only when it is a configured one: the rest is the sender's text.
             audit.notice(
                 "Client authentication failed",
-                metadata: [
-                    "event": "client_authentication_failure", "endpoint": "\(endpointLabel(request.path))",
-                    "client": "\(named.map { credentials[$0].id } ?? "unknown")",
-                ]
+                metadata: ["event": "client_authentication_failure", "endpoint": "\(endpoint)", "client": "\(client)"]
             )
             throw refusal
         }
         clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress)
+        if let address { clientAuthentications.remember(presented, at: address, now: now) }
         return found
+    }
+
+    /// Asks the shared bucket about one presented secret: a wrong one takes a request and is
+    /// written to the audit trail, a right one only needs a request left. Nil when it may be
+    /// answered, else the seconds to wait. A bucket found empty, or emptied by this wrong secret,
+    /// locks the address at every instance until it has a request again, remembered credentials
+    /// included.
+    private func countClientAuthentication(address: String?, right: Bool, failure: AuditEntry) async throws -> Int? {
+        // In-process, or the limit off, and right: nothing to count or write.
+        guard !right || (address != nil && clientAuthenticationLimit.interval > 0) else { return nil }
+        let (limit, now) = (clientAuthenticationLimit, self.now)
+        let (refused, locked) = try await store.write { [store] db -> (Int?, Int?) in
+            if let seconds = try ServerStore.retryAfter(
+                taking: limit,
+                forAddress: address,
+                now: now,
+                spending: !right,
+                db
+            ) {
+                if let address {
+                    try db.announce(
+                        ClientAuthenticationMemory.lockoutAnnouncement(address, until: now + Double(seconds))
+                    )
+                }
+                return (seconds, seconds)
+            }
+            guard !right else { return (nil, nil) }
+            try store.appendAudit([failure], now: now, db)
+            // The last request this wrong secret took: the right one is refused from now on too.
+            guard
+                let address,
+                let emptied = try ServerStore.retryAfter(
+                    taking: limit,
+                    forAddress: address,
+                    now: now,
+                    spending: false,
+                    db
+                )
+            else { return (nil, nil) }
+            try db.announce(ClientAuthenticationMemory.lockoutAnnouncement(address, until: now + Double(emptied)))
+            return (nil, emptied)
+        }
+        if let locked, let address { clientAuthentications.lock(address, until: now + Double(locked)) }
+        return refused
+    }
+
+    private func rateLimited(_ seconds: Int) -> ServerError {
+        metrics.event("rate_limited")
+        var error = ServerError(
+            429,
+            "too_many_requests",
+            "Too many failed client authentications from this address; try again in \(seconds) s."
+        )
+        error.headers["Retry-After"] = String(seconds)
+        return error
     }
 }

@@ -14,8 +14,8 @@ extension TokenServer {
     private func apiClient(
         _ request: WireRequest,
         _ mobileAuth: MobileAuthConfiguration
-    ) throws -> MobileAuthConfiguration.APIClient {
-        let index = try basicCredential(
+    ) async throws -> MobileAuthConfiguration.APIClient {
+        let index = try await basicCredential(
             request,
             among: mobileAuth.apiClients.map { ($0.id, $0.secret) },
             formEncoded: false,
@@ -30,7 +30,7 @@ extension TokenServer {
 
     func startPortalMobileAuth(_ request: WireRequest) async throws -> WireResponse {
         let mobileAuth = try mobileAuthConfiguration()
-        let client = try apiClient(request, mobileAuth)
+        let client = try await apiClient(request, mobileAuth)
         let body = try decodeBody(PortalMobileAuthRequest.self, request)
         guard body.type.utf8.count <= 64, let type = mobileAuth.types.first(where: { $0.name == body.type }) else {
             throw ServerError(
@@ -191,7 +191,7 @@ extension TokenServer {
     static let pushTimeout = Duration.seconds(2)
 
     func portalTransaction(_ id: String, _ request: WireRequest) async throws -> WireResponse {
-        let client = try apiClient(request, try mobileAuthConfiguration())
+        let client = try await apiClient(request, try mobileAuthConfiguration())
         guard (16...64).contains(id.utf8.count), Data(base64URLEncoded: id) != nil,
             let result = try await store.transactionResult(id, apiClient: client.id, now: now)
         else {

@@ -28,8 +28,31 @@ extension ServerStore {
     /// takes nothing.
     /// Static, so an extension's change (``SharedRateLimiter``) takes the same way.
     static func take(_ limit: SharedRateLimit, forAddress address: String?, now: Double, _ db: any SQLSession) throws {
-        guard limit.interval > 0, let address else { return }
+        if let seconds = try retryAfter(taking: limit, forAddress: address, now: now, db) {
+            throw StoreRefusal.rateLimited(seconds: seconds)
+        }
+    }
+
+    /// Takes one request from `limit`'s bucket for the client at `address` as ``take(_:forAddress:now:_:)``
+    /// does, but answers a refusal with the whole seconds to wait instead of throwing, so the
+    /// change can still commit what goes with the refusal. With `spending` false it only asks
+    /// whether the bucket has a request left, and takes none.
+    static func retryAfter(
+        taking limit: SharedRateLimit,
+        forAddress address: String?,
+        now: Double,
+        spending: Bool = true,
+        _ db: any SQLSession
+    ) throws -> Int? {
+        guard limit.interval > 0, let address else { return nil }
         let key = RateLimiter.key(forAddress: address)
+        let select = "SELECT tokens, updated_at FROM rate_buckets WHERE name = ? AND key = ? \(db.dialect.lockingRows)"
+        guard spending else {
+            // No row: the bucket is full.
+            guard let found = try SQLRow.fetchOne(db, sql: select, arguments: [limit.name, key]) else { return nil }
+            let tokens = limit.tokens(found, now: now)
+            return tokens >= 1 ? nil : limit.wait(tokens)
+        }
         // Full buckets of this limit go as buckets are taken from, a few at a time.
         try db.execute(
             sql: """
@@ -48,25 +71,30 @@ extension ServerStore {
                     """,
                 arguments: [limit.name, key, Double(limit.burst), now, now]
             )
-            found = try SQLRow.fetchOne(
-                db,
-                sql: "SELECT tokens, updated_at FROM rate_buckets WHERE name = ? AND key = ? \(db.dialect.lockingRows)",
-                arguments: [limit.name, key]
-            )
+            found = try SQLRow.fetchOne(db, sql: select, arguments: [limit.name, key])
         }
         guard let found else { throw StoreRefusal.busy("The rate limit could not be read; try again.") }
-        let stored: Double = found["tokens"]
-        let updated: Double = found["updated_at"]
-        let tokens = min(Double(limit.burst), stored + max(0, now - updated) / limit.interval)
-        guard tokens >= 1 else {
-            throw StoreRefusal.rateLimited(seconds: Int(((1 - tokens) * limit.interval).rounded(.up)))
-        }
+        let tokens = limit.tokens(found, now: now)
+        guard tokens >= 1 else { return limit.wait(tokens) }
         let left = tokens - 1
         try db.execute(
             sql: "UPDATE rate_buckets SET tokens = ?, updated_at = ?, full_at = ? WHERE name = ? AND key = ?",
             arguments: [left, now, now + (Double(limit.burst) - left) * limit.interval, limit.name, key]
         )
+        return nil
     }
+}
+
+extension SharedRateLimit {
+    /// The requests a bucket row holds at `now`, with what it earned back since it was written.
+    fileprivate func tokens(_ row: SQLRow, now: Double) -> Double {
+        let stored: Double = row["tokens"]
+        let updated: Double = row["updated_at"]
+        return min(Double(burst), stored + max(0, now - updated) / interval)
+    }
+
+    /// Whole seconds until a bucket holding `tokens` (less than one) has a request again.
+    fileprivate func wait(_ tokens: Double) -> Int { max(1, Int(((1 - tokens) * interval).rounded(.up))) }
 }
 
 /// A rate limit per client address that every instance on the server's database shares, for an

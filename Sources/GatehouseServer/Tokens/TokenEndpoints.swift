@@ -136,7 +136,7 @@ extension TokenServer: TokenIntrospecting {
     // MARK: - Introspection (RFC 7662)
 
     func introspect(_ request: WireRequest) async throws -> WireResponse {
-        let resourceServer = try authenticatedResourceServer(request)
+        let resourceServer = try await authenticatedResourceServer(request)
         let body = try decodeBody(IntrospectionRequest.self, request, oauth: true)
         let answer = try await introspect(body.token)
         logger.trace("Introspected", metadata: ["resourceServer": "\(resourceServer)", "active": "\(answer.active)"])
@@ -152,9 +152,9 @@ extension TokenServer: TokenIntrospecting {
     }
 
     /// The resource server whose HTTP Basic credentials the request carries.
-    private func authenticatedResourceServer(_ request: WireRequest) throws -> String {
+    private func authenticatedResourceServer(_ request: WireRequest) async throws -> String {
         let servers = configuration.resourceServers
-        let index = try basicCredential(
+        let index = try await basicCredential(
             request,
             among: servers.map { ($0.id, $0.secret) },
             formEncoded: true,
