@@ -412,6 +412,51 @@ struct ClusterTests {
         }
     }
 
+    @Test(
+        "12 events channels of one profile opened at once over 3 instances: exactly 4 open, as at one; a closed one gives its slot back to every instance"
+    )
+    func eventChannelsPerProfile() async throws {
+        try await withCluster { fixture, balancer, _ throws in
+            let (client, profile) = try await enrolledDevice(fixture, token: nil)
+            let ports = try balancer.instances.map { try #require(URL(string: $0.baseURL)?.port) }
+            // Raw connections, so a test can close one as a device would.
+            func open(at instance: Int) async throws -> (status: String, connection: LoopbackConnection) {
+                let proof = try await client.dpopProof(method: "GET", url: balancer.baseURL + Endpoint.mobileAuthEvents)
+                let connection = try LoopbackConnection(port: ports[instance])
+                try connection.send(
+                    "GET \(Endpoint.mobileAuthEvents)?profile=\(profile.id) HTTP/1.1\r\nHost: gatehouse.cluster.test\r\n"
+                        + "DPoP: \(proof)\r\n\r\n"
+                )
+                let head = try await connection.receive()
+                return (String(head.prefix(12)), connection)
+            }
+            let opened = try await withThrowingTaskGroup(of: (String, LoopbackConnection).self) { group in
+                for index in 0..<12 { group.addTask { try await open(at: index % 3) } }
+                return try await group.reduce(into: [(String, LoopbackConnection)]()) { $0.append($1) }
+            }
+            let statuses = opened.map(\.0)
+            // Each instance would hold 4 of its own: 12 without the shared slots.
+            #expect(
+                statuses.filter { $0 == "HTTP/1.1 200" }.count == 4,
+                "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))"
+            )
+            #expect(statuses.filter { $0 == "HTTP/1.1 429" }.count == 8)
+            #expect(try await fixture.count("event_channels") == 4)
+            // A device closes one channel: its slot is free at once, at any instance.
+            let served = opened.filter { $0.0 == "HTTP/1.1 200" }.map(\.1)
+            served[0].closeBothSides()
+            #expect(await eventually(seconds: 5) { try await fixture.count("event_channels") == 3 })
+            var again: [LoopbackConnection] = []
+            for instance in [1, 2, 0] {
+                let reopened = try await open(at: instance)
+                again.append(reopened.connection)
+                // The first takes the free slot, wherever the closed one was; then all are taken.
+                #expect(reopened.status == (instance == 1 ? "HTTP/1.1 200" : "HTTP/1.1 429"), "at instance \(instance)")
+            }
+            for connection in again + opened.map(\.1) { connection.closeBothSides() }
+        }
+    }
+
     @Test("a refresh token reused at another instance revokes its family at every instance")
     func refreshReuse() async throws {
         try await withCluster { fixture, balancer, _ in

@@ -78,6 +78,54 @@ struct EventChannelTests {
         }
     }
 
+    @Test(
+        "a profile's slots held by an instance that stopped renewing them free up when their leases lapse; renewed ones do not",
+        arguments: Mode.allCases
+    )
+    func leasesLapse(mode: Mode) async throws {
+        let clock = ManualClock(Date())
+        try await withFixture(mode, clock: clock) { fixture in
+            let (client, profile) = try await enrolledDevice(fixture, token: nil)
+            let now = clock.now.timeIntervalSince1970
+            // Another instance's channels hold every slot; then it dies and renews nothing.
+            try await fixture.write { db in
+                for slot in 0..<EventChannelHub.maxChannelsPerProfile {
+                    try db.execute(
+                        sql: "INSERT INTO event_channels (profile_id, slot, id, lease_until) VALUES (?, ?, ?, ?)",
+                        arguments: [profile.id, slot, "dead-\(slot)", now + ServerStore.eventChannelLease]
+                    )
+                }
+            }
+            let refused = try await open(client, profile, fixture).0
+            #expect(refused.status == 429)
+            #expect(fixture.server.hub.listenerCount == 0)
+            clock.advance(by: ServerStore.eventChannelLease + 1)
+            let (head, stream) = try await open(client, profile, fixture)
+            #expect(head.status == 200)
+            _ = stream
+            #expect(try await fixture.count("event_channels") == 1)
+            // This instance's keep-alive renews its open channels, all in one write.
+            let due = try #require(fixture.server.hub.leasesDue(now: clock.now.timeIntervalSince1970))
+            #expect(due.count == 1)
+            #expect(fixture.server.hub.leasesDue(now: clock.now.timeIntervalSince1970) == nil)
+            try await fixture.server.store.renewEventChannels(due, now: clock.now.timeIntervalSince1970)
+            clock.advance(by: ServerStore.eventChannelLease - 1)
+            let until = try await fixture.read { db in
+                try Double.fetchOne(db, sql: "SELECT lease_until FROM event_channels WHERE id = ?", arguments: [due[0]])
+            }
+            #expect(try #require(until) > clock.now.timeIntervalSince1970)
+            // The janitor takes only lapsed leases.
+            let report = try await fixture.server.store.removeExpiredState(
+                now: clock.now.timeIntervalSince1970,
+                limit: 100,
+                idleInstallationLifetime: 1e9,
+                auditRetention: 1e9
+            )
+            #expect(report.eventChannels == 0)
+            #expect(try await fixture.count("event_channels") == 1)
+        }
+    }
+
     private func open(
         _ client: UserClient,
         _ profile: UserProfile,

@@ -167,17 +167,20 @@ extension TokenServer {
         // Unbounded: what is queued is bounded by the profile's pending transactions, and a dropped
         // chunk would be a missed request (its id is already past `Last-Event-ID`).
         let (stream, continuation) = AsyncStream<Data>.makeStream()
-        let wakes: AsyncStream<Void>
-        do {
-            wakes = try hub.listen(profileID)
-        } catch .profileFull {
+        let profileFull = {
             var busy = ServerError(
                 429,
                 "temporarily_unavailable",
                 "This profile has \(EventChannelHub.maxChannelsPerProfile) event channels open already; close one."
             )
             busy.headers["Retry-After"] = "5"
-            throw busy
+            return busy
+        }
+        let channel: EventChannelHub.Channel
+        do {
+            channel = try hub.listen(profileID)
+        } catch .profileFull {
+            throw profileFull()
         } catch .serverFull {
             var busy = ServerError(
                 503,
@@ -187,12 +190,34 @@ extension TokenServer {
             busy.headers["Retry-After"] = "30"
             throw busy
         }
+        // The profile's channels at every instance together stay within the cap: a slot leased
+        // in the database for as long as this one is open.
+        do {
+            guard
+                try await store.leaseEventChannel(
+                    channel.id,
+                    profileID: profileID,
+                    slots: EventChannelHub.maxChannelsPerProfile,
+                    now: now
+                )
+            else { throw profileFull() }
+        } catch {
+            hub.close(channel)
+            throw error
+        }
+        let wakes = channel.wakes
         let tasks = Mutex<[Task<Void, Never>]>([])
-        continuation.onTermination = { _ in tasks.withLock { for task in $0 { task.cancel() } } }
-        let heartbeat = Task {
+        continuation.onTermination = { [store, channelID = channel.id] _ in
+            tasks.withLock { for task in $0 { task.cancel() } }
+            Task { try? await store.releaseEventChannels([channelID]) }
+        }
+        let heartbeat = Task { [hub, store, clock] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(15))
                 if case .terminated = continuation.yield(Data(": keep-alive\n\n".utf8)) { return }
+                if let due = hub.leasesDue(now: clock.now.timeIntervalSince1970) {
+                    try? await store.renewEventChannels(due, now: clock.now.timeIntervalSince1970)
+                }
             }
         }
         let pump = Task { [store, clock] in

@@ -147,7 +147,7 @@ public struct FCMPushTransport: PushTransport {
 /// what it has not sent yet from the store, so a channel that reconnects (with `Last-Event-ID`)
 /// misses nothing and a wake-up lost in a race costs nothing.
 final class EventChannelHub: Sendable {
-    private let listeners = Mutex<(byProfile: [String: [UUID: AsyncStream<Void>.Continuation]], count: Int)>(([:], 0))
+    private let listeners = Mutex<(byProfile: [String: [String: AsyncStream<Void>.Continuation]], count: Int)>(([:], 0))
     /// Channels open at once, all profiles together: streaming answers are exempt from the
     /// request timeout, so without a cap they could take every connection slot.
     private let maxChannels: Atomic<Int>
@@ -170,9 +170,17 @@ final class EventChannelHub: Sendable {
         _ = maxChannels.min(channels, ordering: .relaxed)
     }
 
-    /// A stream that yields whenever `profileID` may have something new.
-    func listen(_ profileID: String) throws(Refusal) -> AsyncStream<Void> {
-        let id = UUID()
+    /// One open channel: its id (its lease's in `event_channels`) and the wake-ups for it.
+    struct Channel: Sendable {
+        var id: String
+        var profileID: String
+        var wakes: AsyncStream<Void>
+    }
+
+    /// A channel that yields whenever `profileID` may have something new, within this instance's
+    /// caps; the caller then leases its slot for the whole cluster (``ServerStore/leaseEventChannel(_:profileID:slots:now:)``).
+    func listen(_ profileID: String) throws(Refusal) -> Channel {
+        let id = UUID().uuidString
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let cap = maxChannels.load(ordering: .relaxed)
         let refusal = listeners.withLock { listeners -> Refusal? in
@@ -191,8 +199,31 @@ final class EventChannelHub: Sendable {
             }
         }
         continuation.yield()
-        return stream
+        return Channel(id: id, profileID: profileID, wakes: stream)
     }
+
+    /// Ends a channel that will not be served (its lease was refused).
+    func close(_ channel: Channel) {
+        let continuation = listeners.withLock { $0.byProfile[channel.profileID]?[channel.id] }
+        continuation?.finish()
+    }
+
+    /// The ids of every open channel when their leases are due for renewal (a channel's
+    /// keep-alive asks; the first to ask after ``renewalInterval`` renews them all at once), else
+    /// nil: one write an interval for the instance, however many channels it holds.
+    func leasesDue(now: Double) -> [String]? {
+        let due = lastRenewal.withLock { last -> Bool in
+            guard now - last >= Self.renewalInterval else { return false }
+            last = now
+            return true
+        }
+        guard due else { return nil }
+        return listeners.withLock { $0.byProfile.values.flatMap(\.keys) }
+    }
+
+    /// A lease lasts three of these (``ServerStore/eventChannelLease``).
+    static let renewalInterval: Double = 14
+    private let lastRenewal = Mutex<Double>(0)
 
     func wake(_ profileID: String) {
         let waiting = listeners.withLock { Array(($0.byProfile[profileID] ?? [:]).values) }

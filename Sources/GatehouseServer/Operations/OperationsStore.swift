@@ -28,18 +28,21 @@ public struct CleanupReport: Sendable, Equatable, CustomStringConvertible {
     public var adminTokens = 0
     /// Audit events past the retention (`server.audit.retentionDays`).
     public var auditEvents = 0
+    /// Leases of events channels that no instance renewed: their instance stopped.
+    public var eventChannels = 0
 
     /// All rows removed, whatever their kind.
     public var total: Int {
         tokens + families + deviceTokens + flows + proofs + profiles + installations + webLogins + adminTokens
-            + auditEvents
+            + auditEvents + eventChannels
     }
 
     /// The counts by kind, as the cleanup's log line shows them.
     public var description: String {
         "tokens \(tokens), families \(families), device tokens \(deviceTokens), flows \(flows), proofs \(proofs), "
             + "expired registrations \(profiles), idle installations \(installations), web sign-ins \(webLogins), "
-            + "admin tokens \(adminTokens), audit events past retention \(auditEvents)"
+            + "admin tokens \(adminTokens), audit events past retention \(auditEvents), "
+            + "lapsed event channel leases \(eventChannels)"
     }
 }
 
@@ -104,6 +107,7 @@ extension ServerStore {
             report.proofs += try delete("replayed_grants", where: "expires_at < ?", [now])
             report.adminTokens = try delete("admin_tokens", where: "expires_at < ?", [now])
             report.auditEvents = try delete("audit_events", where: "at < ?", [now - auditRetention])
+            report.eventChannels = try delete("event_channels", where: "lease_until < ?", [now])
             // An installation that registered its key long ago and has nothing left: no profile,
             // no device token, no flow.
             report.installations = try delete(
@@ -117,7 +121,7 @@ extension ServerStore {
             )
             // What a sweep removes was already inactive; forgetting every kept answer keeps that
             // beyond doubt (a sweep runs once a minute).
-            if report.total > 0 { try self.activeTokens.evictOnCommit(.all, db) }
+            if report.total > report.eventChannels { try self.activeTokens.evictOnCommit(.all, db) }
             return report
         }
     }
