@@ -146,6 +146,53 @@ final class PostgresEngine: StorageEngine {
         }
     }
 
+    /// Calls a server-side function that is a whole change on its own, as one statement outside
+    /// any explicit transaction: one round trip, where ``write(_:)`` spends three on BEGIN, the
+    /// statement and COMMIT. The function gets `arguments`, then the announcement channel and
+    /// `announcement` as this instance sends it; it must announce, and return a value other than
+    /// NULL, exactly when it changed something, and change nothing when it returns NULL. Returns
+    /// the function's value; this instance hears `announcement` before it returns, when the
+    /// function changed something. Nil when the call could not be sent on a live connection,
+    /// or its connection was lost before its answer came: run the whole change instead, which
+    /// sees what the call committed, if it did.
+    func callChange(
+        _ function: String,
+        _ arguments: SQLArguments,
+        announcing announcement: String
+    ) async throws -> SQLValue? {
+        let payload = instanceID + " " + announcement
+        let placeholders = Array(repeating: "?", count: arguments.values.count + 2).joined(separator: ", ")
+        let statement = "SELECT \(function)(\(placeholders)) AS result"
+        return try await explainingFailures {
+            try await self.onPool { [channel, logger] connection, deadline -> SQLValue? in
+                // A connection found closed before the call is sent: another one, as BEGIN would.
+                guard !connection.isClosed else { throw StaleConnection() }
+                let session = PostgresSession(connection, deadline: deadline, logger: logger, announcing: nil)
+                var attempt = 1
+                while true {
+                    do {
+                        let row = try session.fetchOne(sql: statement, arguments: arguments + [channel, payload])
+                        let value = row?.values.first ?? .null
+                        if value != .null { self.hear(.message(announcement)) }
+                        return value
+                    } catch let error as PSQLError where PostgresSession.isConnectionFailure(error) {
+                        connection.close()
+                        return nil
+                    } catch let error as DatabaseUnavailable where error.reason == .connectionLost {
+                        return nil
+                    } catch {
+                        // The statement was its own transaction: a deadlock rolled all of it back.
+                        guard PostgresSession.isSerializationFailure(error), attempt < Self.maximumAttempts else {
+                            throw error
+                        }
+                        usleep(UInt32.random(in: 0...(100 << UInt32(min(attempt, 8)))))
+                        attempt += 1
+                    }
+                }
+            }
+        }
+    }
+
     /// A lookup in one snapshot, as SQLite's reads have.
     private func look<T>(
         _ body: (any SQLSession) throws -> T,

@@ -1,0 +1,60 @@
+import GRDB
+
+extension SchemaMigration {
+    /// PostgreSQL only: a refresh grant's usual case as one server-side function, so the
+    /// commonest write costs one round trip (no BEGIN, no COMMIT) and its statements' plans stay
+    /// cached in the connection. It does only what ``ServerStore/refresh(_:proof:)`` does when
+    /// every check passes, and returns NULL, having changed nothing, when any check fails: the
+    /// store then runs the whole change, which says why (reuse, expiry, a replayed proof).
+    static let refreshFunction = SchemaMigration(
+        "v11-refresh-function",
+        sqlite: { _ in },
+        postgres: [
+            """
+            CREATE FUNCTION gatehouse_rotate_refresh_token(
+                p_family TEXT, p_generation BIGINT, p_hash BYTEA, p_key_thumbprint TEXT,
+                p_proof TEXT, p_proof_expires_at DOUBLE PRECISION, p_now DOUBLE PRECISION,
+                p_access_hash BYTEA, p_access_expires_at DOUBLE PRECISION,
+                p_refresh_hash BYTEA, p_refresh_expires_at DOUBLE PRECISION,
+                p_channel TEXT, p_announcement TEXT
+            ) RETURNS TEXT LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+            DECLARE
+                family_row RECORD;
+                token_row RECORD;
+            BEGIN
+                SELECT families.generation, families.revoked, profiles.key_thumbprint,
+                    profiles.expires_at AS profile_expires_at
+                INTO family_row
+                FROM families JOIN profiles ON profiles.id = families.profile_id
+                WHERE families.id = p_family
+                FOR NO KEY UPDATE OF families;
+                IF NOT FOUND OR family_row.revoked OR family_row.key_thumbprint <> p_key_thumbprint
+                    OR family_row.generation <> p_generation
+                    OR family_row.profile_expires_at <= p_now THEN
+                    RETURN NULL;
+                END IF;
+                SELECT profile_id, key_thumbprint, scope, revoked, expires_at INTO token_row
+                FROM tokens WHERE hash = p_hash AND kind = 'refresh';
+                IF NOT FOUND OR token_row.revoked OR token_row.expires_at <= p_now THEN
+                    RETURN NULL;
+                END IF;
+                INSERT INTO dpop_proofs (jti, expires_at) VALUES (p_proof, p_proof_expires_at)
+                ON CONFLICT (jti) DO NOTHING;
+                IF NOT FOUND THEN
+                    RETURN NULL;
+                END IF;
+                UPDATE families SET generation = generation + 1 WHERE id = p_family;
+                DELETE FROM tokens WHERE family = p_family;
+                INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
+                VALUES (p_access_hash, 'access', p_family, token_row.profile_id, token_row.key_thumbprint,
+                        token_row.scope, p_now, p_access_expires_at),
+                    (p_refresh_hash, 'refresh', p_family, token_row.profile_id, token_row.key_thumbprint,
+                        token_row.scope, p_now, p_refresh_expires_at);
+                PERFORM pg_notify(p_channel, p_announcement);
+                RETURN token_row.scope;
+            END
+            $$
+            """
+        ]
+    )
+}
