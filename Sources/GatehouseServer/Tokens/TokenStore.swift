@@ -242,7 +242,8 @@ extension ServerStore {
     /// `gatehouse_rotate_refresh_token` (migration v11): the same checks, proof, rotation and
     /// eviction as the whole change below, in one round trip instead of ten. Nil when any check
     /// failed, having changed nothing, or on SQLite: the whole change then runs and says why.
-    private func rotateInOneCall(_ presented: RefreshToken, hash: Data, proof: ProofUse) async throws -> TokenResponse? {
+    private func rotateInOneCall(_ presented: RefreshToken, hash: Data, proof: ProofUse) async throws -> TokenResponse?
+    {
         guard let postgres = engine as? PostgresEngine else { return nil }
         let access = Data.random(count: 32).base64URLEncodedString
         let refresh = RefreshToken(family: presented.family, generation: presented.generation + 1)
