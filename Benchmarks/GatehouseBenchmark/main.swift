@@ -62,6 +62,14 @@ struct Options: ParsableCommand {
     )
     var cluster = 0
 
+    @Flag(
+        help: """
+            With --cluster: PostgreSQL's own profile of each row (pg_stat_statements, statements inside \
+            functions included): the statements that cost it most, per operation.
+            """
+    )
+    var postgresProfile = false
+
     @Option(
         help: "introspect, validate, refresh, pin, startup, push and/or steady, comma-separated.",
         transform: Options.names
@@ -81,6 +89,7 @@ struct Options: ParsableCommand {
             throw ValidationError("--operations takes \(known.joined(separator: ", "))")
         }
         guard (0...16).contains(cluster) else { throw ValidationError("--cluster takes 0 to 16 instances") }
+        if postgresProfile, cluster == 0 { throw ValidationError("--postgres-profile needs --cluster") }
         if cluster > 0 {
             guard operations.allSatisfy(Options.loadOperations.contains) else {
                 throw ValidationError("--cluster measures \(Options.loadOperations.joined(separator: ", ")) only")
@@ -228,8 +237,18 @@ let instances: [Process]
 let baseURL: String
 let ports: [Int]
 // Durable as a production server is (fsync, synchronous commits), unlike the tests' cluster.
-let postgres = options.cluster > 0 ? try PostgresTestCluster.start(durable: true) : nil
+let postgres =
+    options.cluster > 0
+    ? try PostgresTestCluster.start(
+        durable: true,
+        settings: options.postgresProfile
+            ? [
+                "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all",
+                "pg_stat_statements.track_planning=on",
+            ] : []
+    ) : nil
 defer { postgres?.stop() }
+if options.postgresProfile, let postgres { try postgres.sql("CREATE EXTENSION pg_stat_statements") }
 if let cluster = postgres {
     let url = cluster.url(schema: try cluster.makeSchema("bench"), pool: 16)
     var started: [(Process, String)] = []
@@ -329,6 +348,7 @@ if !loadOperations.isEmpty {
                 let tokensBefore = try await store?.rowCounts([.tokens])[0] ?? 0
                 let serverBefore = serversCPUSeconds()
                 let rollbacksBefore = try postgres.map(rollbacks) ?? 0
+                if options.postgresProfile, let postgres { try postgres.sql("SELECT pg_stat_statements_reset()") }
                 let writtenBefore = serverWrittenBytes(serve.processIdentifier)
                 let ownBefore = ownCPUSeconds()
                 let started = DispatchTime.now().uptimeNanoseconds
@@ -360,6 +380,9 @@ if !loadOperations.isEmpty {
                             Double(rolledBack) / Double(figures.operations)
                         )
                     )
+                }
+                if options.postgresProfile, let postgres, figures.operations > 0 {
+                    try printPostgresProfile(postgres, operations: figures.operations)
                 }
                 if let error = figures.firstError { print("        first wrong answer: \(error)") }
                 results[operation, default: [:]][target, default: [:]][level] = figures
@@ -450,6 +473,31 @@ if operations.contains("push") || operations.contains("steady") {
 func rollbacks(_ cluster: PostgresTestCluster) throws -> Int {
     let text = try cluster.sql("SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()")
     return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+}
+
+/// What PostgreSQL spent its time on during a row, from pg_stat_statements: the costliest
+/// statements with their calls, planning and execution per operation (a function's statements
+/// are listed under it, indented by their nesting in the report's order of cost).
+func printPostgresProfile(_ cluster: PostgresTestCluster, operations: Int) throws {
+    let text = try cluster.sql(
+        """
+        SELECT calls, total_plan_time, total_exec_time, toplevel, regexp_replace(query, '\\s+', ' ', 'g')
+        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        ORDER BY total_plan_time + total_exec_time DESC LIMIT 12
+        """
+    )
+    let count = Double(operations)
+    print(
+        "        PostgreSQL's statements, per operation: calls, planning ms, execution ms (top level or in a function)"
+    )
+    for line in text.split(separator: "\n") {
+        let fields = line.split(separator: "|", maxSplits: 4, omittingEmptySubsequences: false).map(String.init)
+        guard fields.count == 5, let calls = Double(fields[0]), let plan = Double(fields[1]),
+            let execution = Double(fields[2])
+        else { continue }
+        let figures = String(format: "          %5.2f  %6.3f  %6.3f  ", calls / count, plan / count, execution / count)
+        print(figures + (fields[3] == "t" ? "top " : " in ") + String(fields[4].prefix(110)))
+    }
 }
 
 /// CPU seconds of a process and its children (PostgreSQL's server and its backends).

@@ -67,7 +67,8 @@ public final class PostgresTestCluster: Sendable {
     /// Creates and starts a cluster of its own (see ``shared()`` for the process's one); stop it
     /// with ``stop()``. `durable`: fsync and synchronous commits as a production server has them
     /// (for measurements); otherwise off, as a throwaway test database can afford.
-    public static func start(durable: Bool = false) throws -> PostgresTestCluster {
+    /// `settings`: more `-c name=value` settings for the server (a profile's extension, say).
+    public static func start(durable: Bool = false, settings: [String] = []) throws -> PostgresTestCluster {
         let binaries = try serverBinaries()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "gatehouse-postgres-\(UUID().uuidString)"
@@ -93,7 +94,7 @@ public final class PostgresTestCluster: Sendable {
                         "-D", data.path, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "60",
                         "-o",
                         "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 " + durability
-                            + "-c max_connections=400",
+                            + "-c max_connections=400" + settings.map { " -c " + $0 }.joined(),
                         "start",
                     ],
                     asServerUser: true

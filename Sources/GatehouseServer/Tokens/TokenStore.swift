@@ -147,7 +147,28 @@ extension ServerStore {
 
     /// Checks an access token and records the proof that presented it.
     func useAccessToken(_ token: String, proof: ProofUse) async throws -> AccessSession {
-        try await write { db in
+        if let postgres = engine as? PostgresEngine {
+            // The usual case in one call (migration v11): the same checks and proof record as
+            // below; when any check fails it records nothing, and the change below says why.
+            let arguments: SQLArguments = [
+                Self.tokenHash(token), proof.keyThumbprint, proof.keyThumbprint + ":" + proof.jti,
+                proof.now + 2 * DPoP.allowedClockSkew, proof.now,
+            ]
+            let row = try await ServerTracing.database("db.write", .postgres, function: "useAccessToken") {
+                try await postgres.callChange("gatehouse_use_access_token", arguments, announcing: nil)
+            }
+            if let row {
+                return AccessSession(
+                    profileID: row["profile_id"],
+                    scope: row["scope"],
+                    subject: row["subject"],
+                    identityProvider: row["identity_provider"],
+                    stateless: row["stateless"],
+                    family: row["family"]
+                )
+            }
+        }
+        return try await write { db in
             let session = try self.accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now, db)
             try self.record(proof, db)
             return session
@@ -254,14 +275,14 @@ extension ServerStore {
             Self.tokenHash(access), proof.now + Double(tokenLifetimes.access),
             Self.tokenHash(refresh), proof.now + Double(tokenLifetimes.refresh),
         ]
-        let result = try await ServerTracing.database("db.write", .postgres, function: "refresh") {
+        let row = try await ServerTracing.database("db.write", .postgres, function: "refresh") {
             try await postgres.callChange(
                 "gatehouse_rotate_refresh_token",
                 arguments,
                 announcing: ActiveTokenCache.Eviction.family(presented.family).announcement
             )
         }
-        guard case .text(let scope)? = result else { return nil }
+        guard case .text(let scope)? = row?.values.first else { return nil }
         return TokenResponse(
             accessToken: access,
             tokenType: "DPoP",

@@ -147,34 +147,41 @@ final class PostgresEngine: StorageEngine {
     }
 
     /// Calls a server-side function that is a whole change on its own, as one statement outside
-    /// any explicit transaction: one round trip, where ``write(_:)`` spends three on BEGIN, the
-    /// statement and COMMIT. The function gets `arguments`, then the announcement channel and
-    /// `announcement` as this instance sends it; it must announce, and return a value other than
-    /// NULL, exactly when it changed something, and change nothing when it returns NULL. Returns
-    /// the function's value; this instance hears `announcement` before it returns, when the
-    /// function changed something. Nil when the call could not be sent on a live connection,
-    /// or its connection was lost before its answer came: run the whole change instead, which
-    /// sees what the call committed, if it did.
+    /// any explicit transaction: one round trip, where ``write(_:)`` spends one on BEGIN and one
+    /// on COMMIT besides each statement's. The function gets `arguments`, then, with an
+    /// `announcement`, the announcement channel and the announcement as this instance sends it.
+    /// It must answer a row whose first value is not NULL exactly when it changed something
+    /// (announcing, if it announces), and change nothing otherwise.
+    ///
+    /// Returns that row; nil when the function changed nothing. This instance hears
+    /// `announcement` before the row is returned. Also nil, having changed nothing that is
+    /// known, when the call could not be sent on a live connection or its connection was lost
+    /// before the answer came: the caller runs the whole change instead, which sees what the
+    /// call committed, if it did.
     func callChange(
         _ function: String,
         _ arguments: SQLArguments,
-        announcing announcement: String
-    ) async throws -> SQLValue? {
-        let payload = instanceID + " " + announcement
-        let placeholders = Array(repeating: "?", count: arguments.values.count + 2).joined(separator: ", ")
-        let statement = "SELECT \(function)(\(placeholders)) AS result"
-        return try await explainingFailures {
-            try await self.onPool { [channel, logger] connection, deadline -> SQLValue? in
+        announcing announcement: String?
+    ) async throws
+        -> SQLRow?
+    {
+        var arguments = arguments
+        if let announcement { arguments = arguments + [channel, instanceID + " " + announcement] }
+        let statement =
+            "SELECT * FROM \(function)(\(Array(repeating: "?", count: arguments.values.count).joined(separator: ", ")))"
+        return try await explainingFailures { [arguments] in
+            try await self.onPool { [logger] connection, deadline -> SQLRow? in
                 // A connection found closed before the call is sent: another one, as BEGIN would.
                 guard !connection.isClosed else { throw StaleConnection() }
                 let session = PostgresSession(connection, deadline: deadline, logger: logger, announcing: nil)
                 var attempt = 1
                 while true {
                     do {
-                        let row = try session.fetchOne(sql: statement, arguments: arguments + [channel, payload])
-                        let value = row?.values.first ?? .null
-                        if value != .null { self.hear(.message(announcement)) }
-                        return value
+                        guard let row = try session.fetchOne(sql: statement, arguments: arguments),
+                            row.values.first.map({ $0 != .null }) == true
+                        else { return nil }
+                        if let announcement { self.hear(.message(announcement)) }
+                        return row
                     } catch let error as PSQLError where PostgresSession.isConnectionFailure(error) {
                         connection.close()
                         return nil

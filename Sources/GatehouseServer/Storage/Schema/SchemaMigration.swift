@@ -26,6 +26,6 @@ struct SchemaMigration: Sendable {
 enum ServerSchema {
     static let migrations: [SchemaMigration] = [
         .initial, .flowMachine, .mobileAuth, .oauth, .replayedGrants, .webSessionOrigin, .mobileAuthOTP, .auditTrail,
-        .sharedRateLimits, .eventChannelLeases, .refreshFunction,
+        .sharedRateLimits, .eventChannelLeases, .hotPathFunctions,
     ]
 }

@@ -1,13 +1,15 @@
 import GRDB
 
 extension SchemaMigration {
-    /// PostgreSQL only: a refresh grant's usual case as one server-side function, so the
-    /// commonest write costs one round trip (no BEGIN, no COMMIT) and its statements' plans stay
-    /// cached in the connection. It does only what ``ServerStore/refresh(_:proof:)`` does when
-    /// every check passes, and returns NULL, having changed nothing, when any check fails: the
-    /// store then runs the whole change, which says why (reuse, expiry, a replayed proof).
-    static let refreshFunction = SchemaMigration(
-        "v11-refresh-function",
+    /// PostgreSQL only: the commonest writes' usual case as server-side functions — a refresh
+    /// grant, and an access token used with a fresh proof — so each costs one round trip (no
+    /// BEGIN, no COMMIT) and its statements' plans stay cached in the connection. Each does only
+    /// what the store's change does when every check passes (``ServerStore/refresh(_:proof:)``,
+    /// ``ServerStore/useAccessToken(_:proof:)``), and answers NULL or no row, having changed
+    /// nothing, when any check fails: the store then runs the whole change, which says why
+    /// (reuse, expiry, revocation, a replayed proof).
+    static let hotPathFunctions = SchemaMigration(
+        "v11-hot-path-functions",
         sqlite: { _ in },
         postgres: [
             """
@@ -54,7 +56,44 @@ extension SchemaMigration {
                 RETURN token_row.scope;
             END
             $$
+            """,
             """
+            CREATE FUNCTION gatehouse_use_access_token(
+                p_hash BYTEA, p_key_thumbprint TEXT, p_proof TEXT, p_proof_expires_at DOUBLE PRECISION,
+                p_now DOUBLE PRECISION
+            ) RETURNS TABLE (profile_id TEXT, scope TEXT, subject TEXT, identity_provider TEXT, stateless BOOLEAN,
+                family TEXT)
+            LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+            DECLARE
+                found_row RECORD;
+            BEGIN
+                SELECT tokens.profile_id AS token_profile, tokens.scope AS token_scope, tokens.family AS token_family,
+                    profiles.subject AS profile_subject, profiles.identity_provider AS profile_idp,
+                    profiles.stateless AS profile_stateless
+                INTO found_row
+                FROM tokens JOIN families ON families.id = tokens.family
+                    JOIN profiles ON profiles.id = tokens.profile_id
+                WHERE tokens.hash = p_hash AND tokens.kind = 'access' AND NOT tokens.revoked AND NOT families.revoked
+                    AND tokens.expires_at > p_now AND (profiles.expires_at IS NULL OR profiles.expires_at > p_now)
+                    AND tokens.key_thumbprint = p_key_thumbprint;
+                IF NOT FOUND THEN
+                    RETURN;
+                END IF;
+                INSERT INTO dpop_proofs (jti, expires_at) VALUES (p_proof, p_proof_expires_at)
+                ON CONFLICT (jti) DO NOTHING;
+                IF NOT FOUND THEN
+                    RETURN;
+                END IF;
+                profile_id := found_row.token_profile;
+                scope := found_row.token_scope;
+                subject := found_row.profile_subject;
+                identity_provider := found_row.profile_idp;
+                stateless := found_row.profile_stateless;
+                family := found_row.token_family;
+                RETURN NEXT;
+            END
+            $$
+            """,
         ]
     )
 }
