@@ -68,7 +68,7 @@ extension TokenServer {
         let endpoint = endpointLabel(request.path)
         // The id only when it is a configured one: the rest is the sender's text.
         let client = named.map { credentials[$0].id } ?? "unknown"
-        if let seconds = try await countClientAuthentication(
+        if let seconds = try await countPresentedSecret(
             address: address,
             right: found != nil,
             failure: AuditEntry(
@@ -97,7 +97,7 @@ extension TokenServer {
     /// answered, else the seconds to wait. A bucket found empty, or emptied by this wrong secret,
     /// locks the address at every instance until it has a request again, remembered credentials
     /// included.
-    private func countClientAuthentication(address: String?, right: Bool, failure: AuditEntry) async throws -> Int? {
+    private func countPresentedSecret(address: String?, right: Bool, failure: AuditEntry) async throws -> Int? {
         // In-process, or the limit off, and right: nothing to count or write.
         guard !right || (address != nil && clientAuthenticationLimit.interval > 0) else { return nil }
         let (limit, now) = (clientAuthenticationLimit, self.now)
