@@ -51,7 +51,7 @@ public final class TokenServer: Sendable {
     /// The same limit shared by every instance on the database (`client-authentication`).
     let clientAuthenticationLimit: SharedRateLimit
     /// Credentials that passed lately, and addresses locked out, at this instance.
-    let clientAuthentications = ClientAuthenticationMemory()
+    let clientAuthentications: ClientAuthenticationMemory
     /// Where the transport serving this server listens, when `server.publicURL` is not set.
     private let servedAt = Mutex<String?>(nil)
 
@@ -161,6 +161,9 @@ public final class TokenServer: Sendable {
             perMinute: configuration.clientAuthenticationFailuresPerMinute,
             burst: configuration.clientAuthenticationFailuresPerMinute
         )
+        clientAuthentications = ClientAuthenticationMemory { [clock = environment.clock] in
+            clock.now.timeIntervalSince1970
+        }
         clientAuthenticationLimit = SharedRateLimit(
             "client-authentication",
             perMinute: configuration.clientAuthenticationFailuresPerMinute,

@@ -331,7 +331,7 @@ struct ClusterTests {
     }
 
     @Test(
-        "30 wrong Basic secrets at once, spread over 3 instances, with 3 a minute allowed: exactly 3 are answered and audited, as at one; then the right ones are refused too"
+        "30 wrong Basic secrets at once, spread over 3 instances, with 3 a minute allowed: exactly 3 are answered and audited, as at one"
     )
     func wrongSecretBurst() async throws {
         try await withCluster(clientAuthenticationFailuresPerMinute: 3) { fixture, balancer, _ throws in
@@ -373,19 +373,6 @@ struct ClusterTests {
                 let detail: String = row["detail"]
                 #expect(actor == "server")
                 #expect(detail.contains("127.0.0.1") && !detail.contains("guess-"), "\(detail)")
-            }
-            // The address is locked out at every instance: the right secrets are refused as well.
-            for instance in balancer.instances {
-                for portal in [true, false] {
-                    let right = try await instance.send(
-                        Self.basicRequest(
-                            portal: portal,
-                            id: portal ? "portal" : "gateway",
-                            secret: portal ? Fixture.portalSecret : Fixture.gatewaySecret
-                        )
-                    )
-                    #expect(right.status == 429)
-                }
             }
         }
     }

@@ -108,7 +108,9 @@ struct EventChannelTests {
             let due = try #require(fixture.server.hub.leasesDue(now: clock.now.timeIntervalSince1970))
             #expect(due.count == 1)
             #expect(fixture.server.hub.leasesDue(now: clock.now.timeIntervalSince1970) == nil)
-            try await fixture.server.store.renewEventChannels(due, now: clock.now.timeIntervalSince1970)
+            #expect(
+                try await fixture.server.store.renewEventChannels(due, now: clock.now.timeIntervalSince1970) == Set(due)
+            )
             clock.advance(by: ServerStore.eventChannelLease - 1)
             let until = try await fixture.read { db in
                 try Double.fetchOne(db, sql: "SELECT lease_until FROM event_channels WHERE id = ?", arguments: [due[0]])

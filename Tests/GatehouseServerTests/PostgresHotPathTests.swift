@@ -2,6 +2,7 @@ import Foundation
 import GatehouseClient
 import GatehousePostgresTestSupport
 import GatehouseProtocol
+import Synchronization
 import Testing
 
 @testable import GatehouseServer
@@ -15,7 +16,7 @@ struct PostgresHotPathTests {
     func hotWritesAreFunctionCalls() async throws {
         // The cluster counts calls of PL/pgSQL functions in sessions opened from now on.
         try PostgresTestCluster.shared().sql("ALTER DATABASE gatehouse_tests SET track_functions = 'pl'")
-        try await withCluster(instances: 1) { fixture, _, _ in
+        try await withCluster(instances: 1) { fixture, _, servers in
             let client = try fixture.client()
             _ = try await register(client)
             for _ in 0..<2 { try await client.refreshSession() }
@@ -35,6 +36,8 @@ struct PostgresHotPathTests {
             }
             #expect(await eventually(seconds: 20) { try await calls("gatehouse_rotate_refresh_token") == 2 })
             #expect(await eventually(seconds: 20) { try await calls("gatehouse_use_access_token") == 3 })
+            // And each call did the change itself: none fell back to the whole change.
+            #expect(servers[0].store.hotPathFallbacks.load(ordering: .relaxed) == 0)
         }
     }
 }

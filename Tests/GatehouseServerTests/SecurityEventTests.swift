@@ -67,6 +67,37 @@ struct SecurityEventTests {
     }
 
     @Test(
+        "a lockout heard from the database is whole seconds, at most a minute: inf, nan and far futures change nothing"
+    )
+    func lockoutAnnouncementsAreBounded() {
+        let now = 1_800_000_000.0
+        let memory = ClientAuthenticationMemory { now }
+        let credential = Data(repeating: 7, count: 32)
+        for address in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"] {
+            memory.remember(credential, at: address, now: now)
+        }
+        for message in [
+            "client-auth-lockout inf 10.0.0.1", "client-auth-lockout nan 10.0.0.1",
+            "client-auth-lockout 1e12 10.0.0.1", "client-auth-lockout -5 10.0.0.1",
+            "client-auth-lockout \(Int(now) - 5) 10.0.0.1", "client-auth-lockout 1800000030",
+        ] {
+            memory.hear(.message(message))
+        }
+        #expect(memory.lockedSeconds("10.0.0.1", now: now) == nil)
+        #expect(memory.trusts(credential, at: "10.0.0.1", now: now))
+        // A year ahead is a minute at most; a lock forgets what the address proved.
+        memory.hear(.message("client-auth-lockout \(Int(now) + 31_536_000) 10.0.0.2"))
+        #expect(memory.lockedSeconds("10.0.0.2", now: now) == 60)
+        #expect(!memory.trusts(credential, at: "10.0.0.2", now: now))
+        memory.hear(.message("client-auth-lockout \(Int(now) + 20) 10.0.0.3"))
+        #expect(memory.lockedSeconds("10.0.0.3", now: now) == 20)
+        #expect(memory.trusts(credential, at: "10.0.0.4", now: now))
+        // While announcements may be missed, nothing is taken on trust.
+        memory.hear(.interrupted)
+        #expect(!memory.trusts(credential, at: "10.0.0.4", now: now))
+    }
+
+    @Test(
         "a successful PIN authentication counts no authentication_failure; a wrong PIN counts one",
         arguments: Mode.allCases
     )

@@ -68,17 +68,23 @@ extension TokenServer {
         let endpoint = endpointLabel(request.path)
         // The id only when it is a configured one: the rest is the sender's text.
         let client = named.map { credentials[$0].id } ?? "unknown"
-        if let seconds = try await countPresentedSecret(
-            address: address,
-            right: found != nil,
-            failure: AuditEntry(
-                event: .clientAuthenticationFailure,
-                actor: .server,
-                detail: ["endpoint": endpoint, "client": client, "address": address ?? "in-process"]
+        let wait: Int?
+        do {
+            wait = try await countPresentedSecret(
+                address: address,
+                right: found != nil,
+                failure: AuditEntry(
+                    event: .clientAuthenticationFailure,
+                    actor: .server,
+                    detail: ["endpoint": endpoint, "client": client, "address": address ?? "in-process"]
+                )
             )
-        ) {
-            throw rateLimited(seconds)
+        } catch {
+            // The database did not answer: a right secret is no guess, its turn comes back.
+            if found != nil { clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress) }
+            throw error
         }
+        if let seconds = wait { throw rateLimited(seconds) }
         guard let found else {
             metrics.event("client_authentication_failure")
             audit.notice(
@@ -97,9 +103,14 @@ extension TokenServer {
     /// answered, else the seconds to wait. A bucket found empty, or emptied by this wrong secret,
     /// locks the address at every instance until it has a request again, remembered credentials
     /// included.
+    ///
+    /// With the limit off (`clientAuthenticationFailuresPerMinute: 0`, behind a proxy) nothing is
+    /// written: an unlimited stream of wrong secrets must not become as many transactions; the
+    /// metric and the audit log line still count each.
     private func countPresentedSecret(address: String?, right: Bool, failure: AuditEntry) async throws -> Int? {
-        // In-process, or the limit off, and right: nothing to count or write.
-        guard !right || (address != nil && clientAuthenticationLimit.interval > 0) else { return nil }
+        guard clientAuthenticationLimit.interval > 0 else { return nil }
+        // In-process and right: nothing to count or write.
+        guard !right || address != nil else { return nil }
         let (limit, now) = (clientAuthenticationLimit, self.now)
         let (refused, locked) = try await store.write { [store] db -> (Int?, Int?) in
             if let seconds = try ServerStore.retryAfter(

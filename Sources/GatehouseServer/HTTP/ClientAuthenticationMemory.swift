@@ -17,38 +17,49 @@ import Synchronization
 final class ClientAuthenticationMemory: Sendable {
     /// How long a credential that passed is taken on trust at its address.
     static let verifiedFor: Double = 60
-    /// Remembered credentials before the memory starts again empty (unknown ones never enter).
+    /// The longest a lock lasts: one request's wait, at one a minute or more.
+    static let longestLock: Double = 60
+    /// Remembered credentials, and locked addresses, at most: past either, the memory trusts
+    /// nothing rather than grow (the shared bucket is exact on its own).
     static let capacity = 10_000
 
-    private struct Verified: Hashable {
-        var address: String
-        var credential: Data
-    }
-
     private struct State {
-        var verified: [Verified: Double] = [:]
+        /// By address, each credential that passed there and until when it is trusted.
+        var verified: [String: [Data: Double]] = [:]
+        var verifiedCount = 0
         var lockedUntil: [String: Double] = [:]
+        /// While more addresses are locked than fit: nothing is trusted until then.
+        var trustSuspendedUntil: Double = 0
         var listening = true
     }
 
     private let state = Mutex(State())
+    /// The server's clock, in seconds since 1970.
+    private let now: @Sendable () -> Double
+
+    init(now: @escaping @Sendable () -> Double) { self.now = now }
 
     /// Whether the credential with this digest passed at `address` (a rate-limit key) lately,
     /// and may pass again without the shared bucket.
     func trusts(_ credential: Data, at address: String, now: Double) -> Bool {
         state.withLock { state in
-            guard state.listening, let until = state.verified[Verified(address: address, credential: credential)] else {
-                return false
-            }
+            guard state.listening, now >= state.trustSuspendedUntil,
+                let until = state.verified[address]?[credential]
+            else { return false }
             return until > now
         }
     }
 
     func remember(_ credential: Data, at address: String, now: Double) {
         state.withLock { state in
-            guard state.listening else { return }
-            if state.verified.count >= Self.capacity { state.verified.removeAll(keepingCapacity: true) }
-            state.verified[Verified(address: address, credential: credential)] = now + Self.verifiedFor
+            guard state.listening, now >= state.trustSuspendedUntil else { return }
+            if state.verifiedCount >= Self.capacity {
+                state.verified.removeAll(keepingCapacity: true)
+                state.verifiedCount = 0
+            }
+            if state.verified[address, default: [:]].updateValue(now + Self.verifiedFor, forKey: credential) == nil {
+                state.verifiedCount += 1
+            }
         }
     }
 
@@ -64,19 +75,26 @@ final class ClientAuthenticationMemory: Sendable {
         }
     }
 
-    /// Locks `address` here until `until`; false when it already was, for as long.
-    @discardableResult
-    func lock(_ address: String, until: Double) -> Bool {
+    /// Locks `address` here until `until` (at most ``longestLock`` from now), forgetting what it
+    /// proved.
+    func lock(_ address: String, until: Double) {
+        let now = now()
+        guard until.isFinite, until > now else { return }
+        let until = min(until, now + Self.longestLock)
         state.withLock { state in
-            if let known = state.lockedUntil[address], known >= until { return false }
-            if state.lockedUntil.count >= Self.capacity {
-                // A lock lasts at most a minute (one request's wait at one a minute or more):
-                // those older are over. A flood of addresses cannot unlock the live ones.
-                state.lockedUntil = state.lockedUntil.filter { $0.value > until - 60 }
+            if let known = state.lockedUntil[address], known >= until { return }
+            if state.lockedUntil[address] == nil, state.lockedUntil.count >= Self.capacity {
+                state.lockedUntil = state.lockedUntil.filter { $0.value > now }
+                if state.lockedUntil.count >= Self.capacity {
+                    // Too many to follow: trust nothing meanwhile, and let the bucket refuse.
+                    state.trustSuspendedUntil = max(state.trustSuspendedUntil, until)
+                    state.verified.removeAll()
+                    state.verifiedCount = 0
+                    return
+                }
             }
             state.lockedUntil[address] = until
-            state.verified = state.verified.filter { $0.key.address != address }
-            return true
+            state.verifiedCount -= state.verified.removeValue(forKey: address)?.count ?? 0
         }
     }
 
@@ -89,6 +107,7 @@ final class ClientAuthenticationMemory: Sendable {
             state.withLock { state in
                 state.listening = false
                 state.verified.removeAll()
+                state.verifiedCount = 0
             }
         case .resumed:
             state.withLock { $0.listening = true }
@@ -99,7 +118,7 @@ final class ClientAuthenticationMemory: Sendable {
 
     private static let prefix = "client-auth-lockout "
 
-    /// `client-auth-lockout <until, seconds since 1970> <address key>`.
+    /// `client-auth-lockout <until, whole seconds since 1970> <address key>`.
     static func lockoutAnnouncement(_ address: String, until: Double) -> String {
         prefix + String(Int(until.rounded(.up))) + " " + address
     }
@@ -107,9 +126,14 @@ final class ClientAuthenticationMemory: Sendable {
     static func lockout(from message: String) -> (address: String, until: Double)? {
         guard message.hasPrefix(prefix) else { return nil }
         let words = message.dropFirst(prefix.count).split(separator: " ", maxSplits: 1)
-        guard words.count == 2, let until = Double(words[0]), !words[1].isEmpty, words[1].utf8.count <= 64 else {
-            return nil
-        }
+        // Whole seconds only: no `inf`, no `nan`, no exponent.
+        guard words.count == 2, words[0].utf8.count <= 12, words[0].allSatisfy(\.isASCIIDigit),
+            let until = Double(words[0]), !words[1].isEmpty, words[1].utf8.count <= 64
+        else { return nil }
         return (String(words[1]), until)
     }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }

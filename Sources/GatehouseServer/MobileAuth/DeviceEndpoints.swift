@@ -216,7 +216,7 @@ extension TokenServer {
                 try? await Task.sleep(for: .seconds(15))
                 if case .terminated = continuation.yield(Data(": keep-alive\n\n".utf8)) { return }
                 if let due = hub.leasesDue(now: clock.now.timeIntervalSince1970) {
-                    try? await store.renewEventChannels(due, now: clock.now.timeIntervalSince1970)
+                    hub.renewed(try? await store.renewEventChannels(due, now: clock.now.timeIntervalSince1970), of: due)
                 }
             }
         }

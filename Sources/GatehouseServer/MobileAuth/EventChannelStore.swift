@@ -32,16 +32,25 @@ extension ServerStore {
     }
 
     /// Keeps the leases of `ids`, open channels of this instance, for another
-    /// ``eventChannelLease``.
-    func renewEventChannels(_ ids: [String], now: Double) async throws {
-        guard !ids.isEmpty else { return }
-        try await write { db in
+    /// ``eventChannelLease``; returns those it found. A lease that is gone (it lapsed while the
+    /// database was out of reach, and another change took its slot) is not made again: its
+    /// channel must close.
+    func renewEventChannels(_ ids: [String], now: Double) async throws -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try await write { db in
+            var renewed = Set<String>()
             for batch in stride(from: 0, to: ids.count, by: 500).map({ ids[$0..<min($0 + 500, ids.count)] }) {
-                try db.execute(
-                    sql: "UPDATE event_channels SET lease_until = ? WHERE id IN (\(Self.placeholders(batch.count)))",
+                let rows = try String.fetchAll(
+                    db,
+                    sql: """
+                        UPDATE event_channels SET lease_until = ? WHERE id IN (\(Self.placeholders(batch.count)))
+                        RETURNING id
+                        """,
                     arguments: [now + Self.eventChannelLease] + SQLArguments(batch.map { .text($0) })
                 )
+                renewed.formUnion(rows)
             }
+            return renewed
         }
     }
 

@@ -221,6 +221,22 @@ final class EventChannelHub: Sendable {
         return listeners.withLock { $0.byProfile.values.flatMap(\.keys) }
     }
 
+    /// After a renewal: the channels among `due` whose lease was not found end (their devices
+    /// open new ones, within the cap); `renewed` nil, the renewal failed and is tried again at the
+    /// next keep-alive.
+    func renewed(_ renewed: Set<String>?, of due: [String]) {
+        guard let renewed else {
+            lastRenewal.withLock { $0 = 0 }
+            return
+        }
+        let lost = Set(due).subtracting(renewed)
+        guard !lost.isEmpty else { return }
+        let ending = listeners.withLock { listeners in
+            listeners.byProfile.values.flatMap { $0.filter { lost.contains($0.key) }.values }
+        }
+        for continuation in ending { continuation.finish() }
+    }
+
     /// A lease lasts three of these (``ServerStore/eventChannelLease``).
     static let renewalInterval: Double = 14
     private let lastRenewal = Mutex<Double>(0)

@@ -3,6 +3,7 @@ import Foundation
 import GatehouseKernel
 import GatehouseProtocol
 import Logging
+import Synchronization
 
 /// The token server's state, in SQLite (one instance) or PostgreSQL (several instances sharing
 /// it), through a ``StorageEngine``.
@@ -48,6 +49,9 @@ final class ServerStore: Sendable {
     let refreshTokenKey: SymmetricKey
     /// The key of the DPoP nonces, the same on every instance.
     let dpopNonceSecret: Data
+    /// PostgreSQL's hot-path calls that changed nothing, so the whole change ran (a refusal, or a
+    /// race lost): rising with successes would mean the fast path is broken.
+    let hotPathFallbacks = Atomic<Int>(0)
 
     private init(
         engine: any StorageEngine,

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseKernel
 import GatehouseProtocol
+import Synchronization
 
 /// A valid access token's session.
 struct AccessSession: Sendable {
@@ -154,10 +155,11 @@ extension ServerStore {
                 Self.tokenHash(token), proof.keyThumbprint, proof.keyThumbprint + ":" + proof.jti,
                 proof.now + 2 * DPoP.allowedClockSkew, proof.now,
             ]
-            let row = try await ServerTracing.database("db.write", .postgres, function: "useAccessToken") {
+            let call = try await ServerTracing.database("db.write", .postgres, function: "useAccessToken") {
                 try await postgres.callChange("gatehouse_use_access_token", arguments, announcing: nil)
             }
-            if let row {
+            switch call {
+            case .changed(let row):
                 return AccessSession(
                     profileID: row["profile_id"],
                     scope: row["scope"],
@@ -166,6 +168,21 @@ extension ServerStore {
                     stateless: row["stateless"],
                     family: row["family"]
                 )
+            case .unchanged:
+                hotPathFallbacks.add(1, ordering: .relaxed)
+            case .unknown:
+                // Committed, then the answer was lost: the proof is recorded, and the session is
+                // the answer. Otherwise nothing was: the whole change runs.
+                let recorded = try await lookup { db in
+                    try Bool.fetchOne(
+                        db,
+                        sql: "SELECT TRUE FROM dpop_proofs WHERE jti = ?",
+                        arguments: [proof.keyThumbprint + ":" + proof.jti]
+                    ) == true
+                }
+                if recorded {
+                    return try await accessSession(token, keyThumbprint: proof.keyThumbprint, now: proof.now)
+                }
             }
         }
         return try await write { db in
@@ -275,14 +292,35 @@ extension ServerStore {
             Self.tokenHash(access), proof.now + Double(tokenLifetimes.access),
             Self.tokenHash(refresh), proof.now + Double(tokenLifetimes.refresh),
         ]
-        let row = try await ServerTracing.database("db.write", .postgres, function: "refresh") {
+        let call = try await ServerTracing.database("db.write", .postgres, function: "refresh") {
             try await postgres.callChange(
                 "gatehouse_rotate_refresh_token",
                 arguments,
                 announcing: ActiveTokenCache.Eviction.family(presented.family).announcement
             )
         }
-        guard case .text(let scope)? = row?.values.first else { return nil }
+        let scope: String
+        switch call {
+        case .changed(let row):
+            guard case .text(let text)? = row.values.first else { return nil }
+            scope = text
+        case .unchanged:
+            hotPathFallbacks.add(1, ordering: .relaxed)
+            return nil
+        case .unknown:
+            // Committed, then the answer was lost: the new pair is there, and is the answer.
+            // Otherwise nothing was: the whole change runs.
+            guard
+                let found = try await lookup({ db in
+                    try String.fetchOne(
+                        db,
+                        sql: "SELECT scope FROM tokens WHERE hash = ? AND kind = 'refresh'",
+                        arguments: [Self.tokenHash(refresh)]
+                    )
+                })
+            else { return nil }
+            scope = found
+        }
         return TokenResponse(
             accessToken: access,
             tokenType: "DPoP",

@@ -146,6 +146,17 @@ final class PostgresEngine: StorageEngine {
         }
     }
 
+    /// What a call of a change's function did.
+    enum ChangeCall: Sendable {
+        /// It changed something; its row.
+        case changed(SQLRow)
+        /// It changed nothing (a check failed).
+        case unchanged
+        /// Its connection was lost before the answer came: it may have committed or not. Look
+        /// for what it would have written before running the whole change.
+        case unknown
+    }
+
     /// Calls a server-side function that is a whole change on its own, as one statement outside
     /// any explicit transaction: one round trip, where ``write(_:)`` spends one on BEGIN and one
     /// on COMMIT besides each statement's. The function gets `arguments`, then, with an
@@ -153,24 +164,19 @@ final class PostgresEngine: StorageEngine {
     /// It must answer a row whose first value is not NULL exactly when it changed something
     /// (announcing, if it announces), and change nothing otherwise.
     ///
-    /// Returns that row; nil when the function changed nothing. This instance hears
-    /// `announcement` before the row is returned. Also nil, having changed nothing that is
-    /// known, when the call could not be sent on a live connection or its connection was lost
-    /// before the answer came: the caller runs the whole change instead, which sees what the
-    /// call committed, if it did.
+    /// This instance hears `announcement` before the call returns when it changed something,
+    /// and when it is not known whether it did (an eviction heard for nothing costs nothing).
     func callChange(
         _ function: String,
         _ arguments: SQLArguments,
         announcing announcement: String?
-    ) async throws
-        -> SQLRow?
-    {
+    ) async throws -> ChangeCall {
         var arguments = arguments
         if let announcement { arguments = arguments + [channel, instanceID + " " + announcement] }
         let statement =
             "SELECT * FROM \(function)(\(Array(repeating: "?", count: arguments.values.count).joined(separator: ", ")))"
-        return try await explainingFailures { [arguments] in
-            try await self.onPool { [logger] connection, deadline -> SQLRow? in
+        let outcome = try await explainingFailures { [arguments] in
+            try await self.onPool { [logger] connection, deadline -> ChangeCall in
                 // A connection found closed before the call is sent: another one, as BEGIN would.
                 guard !connection.isClosed else { throw StaleConnection() }
                 let session = PostgresSession(connection, deadline: deadline, logger: logger, announcing: nil)
@@ -179,14 +185,13 @@ final class PostgresEngine: StorageEngine {
                     do {
                         guard let row = try session.fetchOne(sql: statement, arguments: arguments),
                             row.values.first.map({ $0 != .null }) == true
-                        else { return nil }
-                        if let announcement { self.hear(.message(announcement)) }
-                        return row
+                        else { return .unchanged }
+                        return .changed(row)
                     } catch let error as PSQLError where PostgresSession.isConnectionFailure(error) {
                         connection.close()
-                        return nil
+                        return .unknown
                     } catch let error as DatabaseUnavailable where error.reason == .connectionLost {
-                        return nil
+                        return .unknown
                     } catch {
                         // The statement was its own transaction: a deadlock rolled all of it back.
                         guard PostgresSession.isSerializationFailure(error), attempt < Self.maximumAttempts else {
@@ -198,6 +203,9 @@ final class PostgresEngine: StorageEngine {
                 }
             }
         }
+        if let announcement, case .changed = outcome { hear(.message(announcement)) }
+        if let announcement, case .unknown = outcome { hear(.message(announcement)) }
+        return outcome
     }
 
     /// A lookup in one snapshot, as SQLite's reads have.

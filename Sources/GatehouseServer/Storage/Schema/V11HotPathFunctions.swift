@@ -7,7 +7,10 @@ extension SchemaMigration {
     /// what the store's change does when every check passes (``ServerStore/refresh(_:proof:)``,
     /// ``ServerStore/useAccessToken(_:proof:)``), and answers NULL or no row, having changed
     /// nothing, when any check fails: the store then runs the whole change, which says why
-    /// (reuse, expiry, revocation, a replayed proof).
+    /// (reuse, expiry, revocation, a replayed proof). One difference in locks: the refresh
+    /// function locks the family's row only, where the store's change locks the profile's too;
+    /// nothing it reads of the profile can change under it but by removing the profile, whose
+    /// cascade waits for the locked family.
     static let hotPathFunctions = SchemaMigration(
         "v11-hot-path-functions",
         sqlite: { _ in },
