@@ -63,7 +63,7 @@ struct CallbackOutboxTests {
                     // The next request for the same user supersedes it: its callback is due at once.
                     let next = try await portal.started("login")
                     #expect(
-                        await eventually(seconds: 6) {
+                        await eventually {
                             try await transactionRow(fixture, id)?["callback_state"] == "failed"
                         },
                         "\(bad)"
@@ -86,7 +86,7 @@ struct CallbackOutboxTests {
                 // A portal that accepts the request and never answers: the try is counted while it hangs.
                 let hanging = try await portal.started("login", callbackURI: "http://127.0.0.1:\(port)/hang")
                 _ = try await portal.started("login")
-                #expect(await eventually(seconds: 6) { received.withLock { $0.contains("/hang") } })
+                #expect(await eventually { received.withLock { $0.contains("/hang") } })
                 let row = try #require(try await transactionRow(fixture, hanging.transactionID))
                 #expect(row["callback_state"] == "due")
                 #expect(row["callback_attempts"] == 1)

@@ -393,7 +393,7 @@ struct ClusterTests {
             // The last wrong secret emptied the bucket: the other instances hear so and refuse
             // the secret they had taken on trust.
             for instance in balancer.instances {
-                #expect(await eventually(seconds: 5) { try await instance.send(right).status == 429 })
+                #expect(await eventually { try await instance.send(right).status == 429 })
             }
             #expect(try await fixture.count("audit_events WHERE event = 'client_authentication_failure'") == 3)
         }
@@ -432,7 +432,7 @@ struct ClusterTests {
             // A device closes one channel: its slot is free at once, at any instance.
             let served = opened.filter { $0.0 == "HTTP/1.1 200" }.map(\.1)
             served[0].closeBothSides()
-            #expect(await eventually(seconds: 5) { try await fixture.count("event_channels") == 3 })
+            #expect(await eventually { try await fixture.count("event_channels") == 3 })
             var again: [LoopbackConnection] = []
             for instance in [1, 2, 0] {
                 let reopened = try await open(at: instance)

@@ -49,7 +49,7 @@ struct EventChannelTests {
             try await client.deregisterUser(profile)
             // Before the next keep-alive (15 s) would have found out, with room for a loaded machine.
             #expect(await eventually(seconds: 10) { ended.isMarked })
-            #expect(await eventually(seconds: 3) { fixture.server.hub.listenerCount == 0 })
+            #expect(await eventually { fixture.server.hub.listenerCount == 0 })
         }
     }
 
@@ -74,7 +74,7 @@ struct EventChannelTests {
             #expect(await eventually { fixture.server.hub.listenerCount == 1 })
             // Not at the next keep-alive (15 s), whose write would fail.
             if halfClose { socket.closeSendingSide() } else { socket.closeBothSides() }
-            #expect(await eventually(seconds: 3) { fixture.server.hub.listenerCount == 0 })
+            #expect(await eventually { fixture.server.hub.listenerCount == 0 })
         }
     }
 

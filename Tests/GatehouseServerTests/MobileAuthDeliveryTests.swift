@@ -333,7 +333,7 @@ struct MobileAuthDeliveryTests {
                     try pending(client, from: lastPush(fixture)),
                     delegate: ScriptedResponder([.confirmation(.accept)])
                 )
-                #expect(await eventually(seconds: 6) { received.withLock { $0.count } == 2 })
+                #expect(await eventually { received.withLock { $0.count } == 2 })
                 let (headers, body) = try #require(received.withLock { $0.last })
                 let callback = try WireCoding.decode(PortalCallback.self, from: body)
                 #expect(
