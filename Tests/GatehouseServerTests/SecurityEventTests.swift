@@ -74,7 +74,7 @@ struct SecurityEventTests {
         let memory = ClientAuthenticationMemory { now }
         let credential = Data(repeating: 7, count: 32)
         for address in ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"] {
-            memory.remember(credential, at: address, now: now)
+            memory.remember(credential, at: address)
         }
         for message in [
             "client-auth-lockout inf 10.0.0.1", "client-auth-lockout nan 10.0.0.1",
@@ -83,18 +83,18 @@ struct SecurityEventTests {
         ] {
             memory.hear(.message(message))
         }
-        #expect(memory.lockedSeconds("10.0.0.1", now: now) == nil)
-        #expect(memory.trusts(credential, at: "10.0.0.1", now: now))
+        #expect(memory.lockedSeconds("10.0.0.1") == nil)
+        #expect(memory.trusts(credential, at: "10.0.0.1"))
         // A year ahead is a minute at most; a lock forgets what the address proved.
         memory.hear(.message("client-auth-lockout \(Int(now) + 31_536_000) 10.0.0.2"))
-        #expect(memory.lockedSeconds("10.0.0.2", now: now) == 60)
-        #expect(!memory.trusts(credential, at: "10.0.0.2", now: now))
+        #expect(memory.lockedSeconds("10.0.0.2") == 60)
+        #expect(!memory.trusts(credential, at: "10.0.0.2"))
         memory.hear(.message("client-auth-lockout \(Int(now) + 20) 10.0.0.3"))
-        #expect(memory.lockedSeconds("10.0.0.3", now: now) == 20)
-        #expect(memory.trusts(credential, at: "10.0.0.4", now: now))
+        #expect(memory.lockedSeconds("10.0.0.3") == 20)
+        #expect(memory.trusts(credential, at: "10.0.0.4"))
         // While announcements may be missed, nothing is taken on trust.
         memory.hear(.interrupted)
-        #expect(!memory.trusts(credential, at: "10.0.0.4", now: now))
+        #expect(!memory.trusts(credential, at: "10.0.0.4"))
     }
 
     @Test(

@@ -45,7 +45,7 @@ extension TokenServer {
             throw refusal
         }
         let address = request.clientAddress.map(RateLimiter.key(forAddress:))
-        if let address, let seconds = clientAuthentications.lockedSeconds(address, now: now) {
+        if let address, let seconds = clientAuthentications.lockedSeconds(address) {
             throw rateLimited(seconds)
         }
         try limit(request, by: clientAuthenticationLimiter)
@@ -61,7 +61,7 @@ extension TokenServer {
         }
         // The pair's own digest: an id and secret that pass together, never either alone.
         let presented = Data(SHA256.hash(data: idDigest + secretDigest))
-        if let found, let address, clientAuthentications.trusts(presented, at: address, now: now) {
+        if let found, let address, clientAuthentications.trusts(presented, at: address) {
             clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress)
             return found
         }
@@ -94,7 +94,7 @@ extension TokenServer {
             throw refusal
         }
         clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress)
-        if let address { clientAuthentications.remember(presented, at: address, now: now) }
+        if let address { clientAuthentications.remember(presented, at: address) }
         return found
     }
 
@@ -149,12 +149,6 @@ extension TokenServer {
 
     private func rateLimited(_ seconds: Int) -> ServerError {
         metrics.event("rate_limited")
-        var error = ServerError(
-            429,
-            "too_many_requests",
-            "Too many failed client authentications from this address; try again in \(seconds) s."
-        )
-        error.headers["Retry-After"] = String(seconds)
-        return error
+        return .tooManyRequests(retryAfter: seconds, "failed client authentications")
     }
 }

@@ -41,8 +41,9 @@ final class ClientAuthenticationMemory: Sendable {
 
     /// Whether the credential with this digest passed at `address` (a rate-limit key) lately,
     /// and may pass again without the shared bucket.
-    func trusts(_ credential: Data, at address: String, now: Double) -> Bool {
-        state.withLock { state in
+    func trusts(_ credential: Data, at address: String) -> Bool {
+        let now = now()
+        return state.withLock { state in
             guard state.listening, now >= state.trustSuspendedUntil,
                 let until = state.verified[address]?[credential]
             else { return false }
@@ -50,7 +51,8 @@ final class ClientAuthenticationMemory: Sendable {
         }
     }
 
-    func remember(_ credential: Data, at address: String, now: Double) {
+    func remember(_ credential: Data, at address: String) {
+        let now = now()
         state.withLock { state in
             guard state.listening, now >= state.trustSuspendedUntil else { return }
             if state.verifiedCount >= Self.capacity {
@@ -64,8 +66,9 @@ final class ClientAuthenticationMemory: Sendable {
     }
 
     /// The whole seconds `address` stays locked, or nil.
-    func lockedSeconds(_ address: String, now: Double) -> Int? {
-        state.withLock { state in
+    func lockedSeconds(_ address: String) -> Int? {
+        let now = now()
+        return state.withLock { state in
             guard let until = state.lockedUntil[address] else { return nil }
             guard until > now else {
                 state.lockedUntil[address] = nil

@@ -64,13 +64,7 @@ extension TokenServer {
     func limit(_ request: WireRequest, by limiter: RateLimiter) throws {
         guard let seconds = limiter.retryAfter(forAddress: request.clientAddress, now: now) else { return }
         metrics.event("rate_limited")
-        var error = ServerError(
-            429,
-            "too_many_requests",
-            "Too many requests from this address; try again in \(seconds) s."
-        )
-        error.headers["Retry-After"] = String(seconds)
-        throw error
+        throw ServerError.tooManyRequests(retryAfter: seconds)
     }
 
     func json(_ value: some Encodable, status: Int = 200) throws -> WireResponse {

@@ -29,9 +29,21 @@ extension ServerError {
             self.init(404, "not_found", "The user has no device enrolled for mobile authentication.", code: 1001)
         case .busy(let reason): self.init(503, "temporarily_unavailable", reason)
         case .rateLimited(let seconds):
-            self.init(429, "too_many_requests", "Too many requests from this address; try again in \(seconds) s.")
-            headers["Retry-After"] = String(seconds)
+            self = .tooManyRequests(retryAfter: seconds)
         case .inconsistent(let reason): self.init(500, "server_error", reason)
         }
+    }
+}
+
+extension ServerError {
+    /// 429 with `Retry-After`: the address has used up a limit for `seconds` more.
+    static func tooManyRequests(retryAfter seconds: Int, _ what: String = "requests") -> ServerError {
+        var error = ServerError(
+            429,
+            "too_many_requests",
+            "Too many \(what) from this address; try again in \(seconds) s."
+        )
+        error.headers["Retry-After"] = String(seconds)
+        return error
     }
 }

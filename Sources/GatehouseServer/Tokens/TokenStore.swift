@@ -15,6 +15,21 @@ struct AccessSession: Sendable {
     var family: String
 }
 
+extension AccessSession {
+    /// From a row with the token's `profile_id`, `scope` and `family` and its profile's
+    /// `subject`, `identity_provider` and `stateless`.
+    init(_ row: SQLRow) {
+        self.init(
+            profileID: row["profile_id"],
+            scope: row["scope"],
+            subject: row["subject"],
+            identityProvider: row["identity_provider"],
+            stateless: row["stateless"],
+            family: row["family"]
+        )
+    }
+}
+
 extension ServerStore {
     // MARK: - Minting
 
@@ -136,14 +151,7 @@ extension ServerStore {
         guard row["key_thumbprint"] == keyThumbprint else {
             throw StoreRefusal.accessToken("The access token is bound to another device.")
         }
-        return AccessSession(
-            profileID: row["profile_id"],
-            scope: row["scope"],
-            subject: row["subject"],
-            identityProvider: row["identity_provider"],
-            stateless: row["stateless"],
-            family: row["family"]
-        )
+        return AccessSession(row)
     }
 
     /// Checks an access token and records the proof that presented it.
@@ -160,14 +168,7 @@ extension ServerStore {
             }
             switch call {
             case .changed(let row):
-                return AccessSession(
-                    profileID: row["profile_id"],
-                    scope: row["scope"],
-                    subject: row["subject"],
-                    identityProvider: row["identity_provider"],
-                    stateless: row["stateless"],
-                    family: row["family"]
-                )
+                return AccessSession(row)
             case .unchanged:
                 hotPathFallbacks.add(1, ordering: .relaxed)
             case .unknown:

@@ -203,8 +203,10 @@ final class PostgresEngine: StorageEngine {
                 }
             }
         }
-        if let announcement, case .changed = outcome { hear(.message(announcement)) }
-        if let announcement, case .unknown = outcome { hear(.message(announcement)) }
+        switch (announcement, outcome) {
+        case (let announcement?, .changed), (let announcement?, .unknown): hear(.message(announcement))
+        default: break
+        }
         return outcome
     }
 
