@@ -73,7 +73,7 @@ extension ServerStore {
             try self.record(proof, db)
             let (machine, actions) = FlowMachine.start(
                 flow.state.plan,
-                counter: try self.counter(profileID, excluding: nil, now: proof.now, db)
+                counter: try self.attempts(profileID, failures: profile["failures"], excluding: nil, now: proof.now, db)
             )
             var row = flow
             row.clientID = profile["client_id"]
@@ -95,46 +95,52 @@ extension ServerStore {
     ) async throws -> (
         FlowRow, registration: Data?, subject: String?
     ) {
-        try await lookup { db in
-            guard let stored = try SQLRow.fetchOne(db, sql: "SELECT * FROM flows WHERE id = ?", arguments: [id])
-            else {
-                throw StoreRefusal.flowNotFound
-            }
-            let flow = try FlowRow(stored)
-            guard flow.keyThumbprint == keyThumbprint else {
-                throw StoreRefusal.proof("The DPoP proof is not signed by the key that started the flow.")
-            }
-            guard flow.expiresAt > now else {
-                throw StoreRefusal.flowExpired(registration: flow.state.plan.kind == .registration)
-            }
-            var registration: Data?
-            var subject = flow.state.subject
-            if flow.state.plan.kind != .registration, let profileID = flow.profileID {
-                guard
-                    let owner = try SQLRow.fetchOne(
-                        db,
-                        sql: "SELECT subject, key_thumbprint FROM profiles WHERE id = ?",
-                        arguments: [profileID]
-                    )
-                else { throw StoreRefusal.userDeregistered }
-                // A flow started with a key the profile no longer has (it was registered again).
-                guard owner["key_thumbprint"] == flow.keyThumbprint else {
-                    throw StoreRefusal.proof(
-                        "The profile was registered again; this flow's key is no longer its key."
-                    )
-                }
-                subject = owner["subject"]
-                // An authentication checks against the registration; an enrolment that replaces
-                // one (a PIN change) may keep it until the device shows which it holds.
-                switch flow.state.stage {
-                case .authenticate(let authenticator), .enrol(let authenticator):
-                    registration = try self.registration(profileID, authenticator, db)
-                default:
-                    break
-                }
-            }
-            return (flow, registration, subject)
+        // One statement, so one snapshot on either engine and one round trip on PostgreSQL: the
+        // flow, its profile's owner, and a row for each of the profile's registrations (a
+        // handful), of which the stage's is picked here.
+        let rows = try await lookupStatement { db in
+            try SQLRow.fetchAll(
+                db,
+                sql: """
+                    SELECT flows.*, profiles.id AS owner_id, profiles.subject AS owner_subject,
+                        profiles.key_thumbprint AS owner_key_thumbprint,
+                        registrations.authenticator AS registered_authenticator, registrations.data AS registration_data
+                    FROM flows
+                    LEFT JOIN profiles ON profiles.id = flows.profile_id
+                    LEFT JOIN registrations ON registrations.profile_id = flows.profile_id
+                    WHERE flows.id = ?
+                    """,
+                arguments: [id]
+            )
         }
+        guard let stored = rows.first else { throw StoreRefusal.flowNotFound }
+        let flow = try FlowRow(stored)
+        guard flow.keyThumbprint == keyThumbprint else {
+            throw StoreRefusal.proof("The DPoP proof is not signed by the key that started the flow.")
+        }
+        guard flow.expiresAt > now else {
+            throw StoreRefusal.flowExpired(registration: flow.state.plan.kind == .registration)
+        }
+        var registration: Data?
+        var subject = flow.state.subject
+        if flow.state.plan.kind != .registration, flow.profileID != nil {
+            guard (stored["owner_id"] as String?) != nil else { throw StoreRefusal.userDeregistered }
+            // A flow started with a key the profile no longer has (it was registered again).
+            guard stored["owner_key_thumbprint"] == flow.keyThumbprint else {
+                throw StoreRefusal.proof("The profile was registered again; this flow's key is no longer its key.")
+            }
+            subject = stored["owner_subject"]
+            // An authentication checks against the registration; an enrolment that replaces
+            // one (a PIN change) may keep it until the device shows which it holds.
+            switch flow.state.stage {
+            case .authenticate(let authenticator), .enrol(let authenticator):
+                let registered = rows.first { ($0["registered_authenticator"] as String?) == authenticator }
+                registration = registered?["registration_data"] as Data?
+            default:
+                break
+            }
+        }
+        return (flow, registration, subject)
     }
 
     /// What happened before a plugin saw a message.
@@ -158,12 +164,10 @@ extension ServerStore {
         return try await write { db in
             var row = flow
             try self.record(proof, db)
-            try self.claim(&row, now: proof.now, db)
-            var machine = FlowMachine(state: row.state)
             // A profile deregistered since the flow was read has no counter: refuse, never ask the plugin.
-            guard let counter = try self.counter(profileID, excluding: row.id, now: proof.now, db) else {
-                throw StoreRefusal.userDeregistered
-            }
+            guard let failures = try self.claim(&row, now: proof.now, db) else { throw StoreRefusal.userDeregistered }
+            var machine = FlowMachine(state: row.state)
+            let counter = try self.attempts(profileID, failures: failures, excluding: row.id, now: proof.now, db)
             let actions = machine.messageArrived(counter: counter)
             let applied = try self.apply(actions, to: &row, now: proof.now, db, answerRequired: false)
             if case .refusal = applied.outcome { return .ended(applied) }
@@ -187,7 +191,7 @@ extension ServerStore {
         try await write { db in
             var row = flow
             if !proofRecorded { try self.record(proof, db) }
-            try self.claim(&row, now: now, db)
+            let failures = try self.claim(&row, now: now, db)
             var machine = FlowMachine(state: row.state)
             // The facts the machine rules on: whether the hold lapsed, whether the registration
             // the plugin checked is still the one stored.
@@ -195,7 +199,11 @@ extension ServerStore {
             if case .succeeded = outcome, case .authenticate(let id) = row.state.stage, let profileID = row.profileID {
                 facts.registrationChanged = try self.registration(profileID, id, db) != registrationSeen
             }
-            let actions = machine.apply(outcome, counter: try self.counter(row, now: now, db), facts: facts)
+            let actions = machine.apply(
+                outcome,
+                counter: try self.counter(row, lockedFailures: failures, now: now, db),
+                facts: facts
+            )
             return try self.apply(actions, to: &row, now: now, db)
         }
     }
@@ -207,9 +215,9 @@ extension ServerStore {
         try await write { db in
             var row = flow
             try self.record(proof, db)
-            try self.claim(&row, now: proof.now, db)
+            let failures = try self.claim(&row, now: proof.now, db)
             var machine = FlowMachine(state: row.state)
-            let counter = try self.counter(row, now: proof.now, db)
+            let counter = try self.counter(row, lockedFailures: failures, now: proof.now, db)
             let actions =
                 switch control {
                 case .cancel: machine.cancel(counter: counter)
@@ -236,8 +244,9 @@ extension ServerStore {
 
     /// Claims the flow for this step: succeeds only if nobody moved it on since it was read, so
     /// each step (and each single-use nonce in a session) is used at most once, even by
-    /// concurrent requests.
-    private func claim(_ row: inout FlowRow, now: Double, _ db: any SQLSession) throws {
+    /// concurrent requests. Locks the flow's profile and answers its failures (nil without a
+    /// profile, or when it is gone), read in the same statement as the lock.
+    private func claim(_ row: inout FlowRow, now: Double, _ db: any SQLSession) throws -> Int? {
         try db.execute(
             sql: "UPDATE flows SET version = version + 1 WHERE id = ? AND version = ? AND expires_at > ?",
             arguments: [row.id, row.version, now]
@@ -248,7 +257,8 @@ extension ServerStore {
         row.version += 1
         // What this step reads of its profile (the registration it checks an answer against,
         // the attempts in use) must not change under it before it commits.
-        if let profileID = row.profileID { try lockProfile(profileID, db) }
+        guard let profileID = row.profileID else { return nil }
+        return try lockedFailures(profileID, db)
     }
 
     /// On PostgreSQL, locks the profile's row until the change commits: changes about one
@@ -257,6 +267,16 @@ extension ServerStore {
     func lockProfile(_ profileID: String, _ db: any SQLSession) throws {
         guard db.dialect == .postgres else { return }
         try db.execute(sql: "SELECT 1 FROM profiles WHERE id = ? FOR NO KEY UPDATE", arguments: [profileID])
+    }
+
+    /// Locks the profile's row (``lockProfile(_:_:)``) and reads its failures in the same
+    /// statement; nil when the profile is gone.
+    func lockedFailures(_ profileID: String, _ db: any SQLSession) throws -> Int? {
+        try Int.fetchOne(
+            db,
+            sql: "SELECT failures FROM profiles WHERE id = ? \(db.dialect.lockingRows)",
+            arguments: [profileID]
+        )
     }
 
     /// The profile's counter: its failures, and the attempts other live flows hold.
@@ -268,15 +288,20 @@ extension ServerStore {
     ) throws
         -> AttemptCounter?
     {
-        // Locked: the attempts counted here are the ones every other change of this profile
-        // counts after this one commits.
-        guard
-            let failures = try Int.fetchOne(
-                db,
-                sql: "SELECT failures FROM profiles WHERE id = ? \(db.dialect.lockingRows)",
-                arguments: [profileID]
-            )
-        else { return nil }
+        guard let failures = try lockedFailures(profileID, db) else { return nil }
+        return try attempts(profileID, failures: failures, excluding: flowID, now: now, db)
+    }
+
+    /// The counter of a profile whose row this change has locked, having read its `failures`
+    /// then: the attempts counted here, in a statement after the lock, are the ones every other
+    /// change of this profile counts after this one commits.
+    func attempts(
+        _ profileID: String,
+        failures: Int,
+        excluding flowID: String?,
+        now: Double,
+        _ db: any SQLSession
+    ) throws -> AttemptCounter {
         let held =
             try Int.fetchOne(
                 db,
@@ -288,12 +313,13 @@ extension ServerStore {
         return AttemptCounter(failures: failures, held: held, maximum: maxFailures)
     }
 
-    private func counter(_ row: FlowRow, now: Double, _ db: any SQLSession) throws -> AttemptCounter? {
+    /// The counter of a flow ``claim(_:now:_:)`` claimed, from the failures it read.
+    private func counter(_ row: FlowRow, lockedFailures failures: Int?, now: Double, _ db: any SQLSession) throws
+        -> AttemptCounter?
+    {
         guard row.state.plan.kind != .registration, let profileID = row.profileID else { return nil }
-        guard let counter = try counter(profileID, excluding: row.id, now: now, db) else {
-            throw StoreRefusal.userDeregistered
-        }
-        return counter
+        guard let failures else { throw StoreRefusal.userDeregistered }
+        return try attempts(profileID, failures: failures, excluding: row.id, now: now, db)
     }
 
     func registration(_ profileID: String, _ authenticator: String, _ db: any SQLSession) throws -> Data? {

@@ -145,6 +145,17 @@ final class ServerStore: Sendable {
         }
     }
 
+    /// A lookup of one statement (``StorageEngine/readStatement(_:)``): on PostgreSQL no
+    /// transaction round trips around it; in a traced request a `db.read` span.
+    func lookupStatement<T: Sendable>(
+        function: String = #function,
+        _ body: @escaping @Sendable (any SQLSession) throws -> T
+    ) async throws -> T {
+        try await ServerTracing.database("db.read", engine.dialect, function: function) {
+            try await engine.readStatement(body)
+        }
+    }
+
     /// The named secret, made (32 random bytes) the first time any instance asks for it.
     private static func secret(_ name: String, _ db: any SQLSession) throws -> Data {
         try db.execute(

@@ -138,6 +138,10 @@ protocol StorageEngine: Sendable {
     func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
     /// Runs `body` in a read-only snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
+    /// Runs `body`, which reads with exactly one statement: a statement is a snapshot of its own,
+    /// so on PostgreSQL it runs outside any explicit transaction (one round trip instead of three).
+    /// A second statement is refused, as the bug in the store it would be.
+    func readStatement<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
     /// `handler` hears every announcement committed from now on, by any instance.
     func subscribe(_ handler: @escaping @Sendable (Announcement) -> Void)
     /// Closes the connections; nothing runs after.

@@ -68,19 +68,18 @@ extension ServerStore {
         }
         let access = Data.random(count: 32).base64URLEncodedString
         let refresh = RefreshToken(family: familyID, generation: generation).encoded(key: refreshTokenKey)
-        for (token, kind, lifetime) in [
-            (access, "access", tokenLifetimes.access), (refresh, "refresh", tokenLifetimes.refresh),
-        ] {
-            try db.execute(
-                sql: """
-                    INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    Self.tokenHash(token), kind, familyID, profileID, keyThumbprint, scope, now, now + Double(lifetime),
-                ]
-            )
-        }
+        // The pair in one statement: one round trip on PostgreSQL.
+        try db.execute(
+            sql: """
+                INSERT INTO tokens (hash, kind, family, profile_id, key_thumbprint, scope, issued_at, expires_at)
+                VALUES (?, 'access', ?, ?, ?, ?, ?, ?), (?, 'refresh', ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                Self.tokenHash(access), familyID, profileID, keyThumbprint, scope, now, now + Double(tokenLifetimes.access),
+                Self.tokenHash(refresh), familyID, profileID, keyThumbprint, scope, now,
+                now + Double(tokenLifetimes.refresh),
+            ]
+        )
         return TokenResponse(
             accessToken: access,
             tokenType: "DPoP",

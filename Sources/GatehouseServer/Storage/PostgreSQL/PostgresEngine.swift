@@ -115,6 +115,23 @@ final class PostgresEngine: StorageEngine {
         try await explainingFailures { try await self.onPool { try self.look(body, on: $0, until: $1) } }
     }
 
+    func readStatement<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await explainingFailures {
+            try await self.onPool { [logger] connection, deadline in
+                // A lookup may always run again: a connection found lost is the pool's to replace.
+                guard !connection.isClosed else { throw StaleConnection() }
+                let session = PostgresSession(
+                    connection,
+                    deadline: deadline,
+                    logger: logger,
+                    announcing: nil,
+                    statementLimit: 1
+                )
+                return try body(session)
+            }
+        }
+    }
+
     /// A change in its transaction, run again from the start after a deadlock.
     private func run<T>(
         _ change: (any SQLSession) throws -> T,

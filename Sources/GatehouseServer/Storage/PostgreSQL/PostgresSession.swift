@@ -15,6 +15,9 @@ final class PostgresSession: SQLSession {
     private let logger: Logger
     /// Where announcements go, the instance's id and its own subscribers, in a change; nil in a lookup.
     private let announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?
+    /// At most this many statements (a lookup outside a transaction has one), or any number.
+    private let statementLimit: Int?
+    private var statementsRun = 0
     private(set) var changesCount = 0
     private(set) var committedActions: [@Sendable () -> Void] = []
     var dialect: SQLDialect { .postgres }
@@ -23,8 +26,10 @@ final class PostgresSession: SQLSession {
         _ connection: PooledConnection,
         deadline: NIODeadline,
         logger: Logger,
-        announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?
+        announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?,
+        statementLimit: Int? = nil
     ) {
+        self.statementLimit = statementLimit
         self.connection = connection
         self.deadline = deadline
         self.logger = logger
@@ -93,6 +98,10 @@ final class PostgresSession: SQLSession {
     }
 
     private func run(_ sql: String, _ arguments: SQLArguments) throws -> PostgresQueryResult {
+        statementsRun += 1
+        if let statementLimit, statementsRun > statementLimit {
+            throw ServerDatabaseError("A lookup outside a transaction ran more than \(statementLimit) statement(s).")
+        }
         var binds = PostgresBindings(capacity: arguments.values.count)
         for value in arguments.values {
             switch value {

@@ -71,6 +71,11 @@ final class SQLiteEngine: StorageEngine {
         try readNow(body)
     }
 
+    /// A lookup costs no round trip here: the same as ``read(_:)``.
+    func readStatement<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try readNow(body)
+    }
+
     /// GRDB's blocking read (in an async function, its asynchronous one would be chosen).
     private func readNow<T>(_ body: (any SQLSession) throws -> T) throws -> T {
         try pool.read { db in try body(SQLiteSession(db, announcements: nil)) }
