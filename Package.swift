@@ -319,7 +319,7 @@ let package = Package(
         .target(name: "XignInValidators", dependencies: ["GatehouseKernel"], path: "Plugins/XignInValidators"),
         .target(
             name: "CustomAPIIdentityProvider",
-            dependencies: ["GatehouseKernel"],
+            dependencies: ["GatehouseKernel", "GatehouseOutbound"],
             path: "Plugins/CustomAPIIdentityProvider"
         ),
         .target(

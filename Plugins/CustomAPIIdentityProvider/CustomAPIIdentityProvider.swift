@@ -1,5 +1,6 @@
 public import Foundation
 public import GatehouseKernel
+import GatehouseOutbound
 
 // Messages between the two halves: the client says which step it answers and with what data; the
 // server answers with the custom API's info, and whether the step may be tried again. The
@@ -290,6 +291,13 @@ public enum CustomAPIIdentityProviderPlugin: IdentityProviderPlugin {
         }
         let api: any CustomRegistrationAPI
         if let url = configuration.url {
+            // Checked as every outbound call's URL is (canonical spelling only), so a URL the
+            // server would refuse to call fails at start-up, not at the first registration.
+            do {
+                _ = try OutboundURL(url.absoluteString)
+            } catch {
+                throw ConfigurationError(path: [.key("url")], problem: error.reason)
+            }
             api = HTTPCustomRegistrationAPI(url: url)
         } else {
             api = try context.services.require(

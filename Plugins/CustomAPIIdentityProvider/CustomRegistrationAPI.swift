@@ -1,9 +1,6 @@
 public import Foundation
 import GatehouseKernel
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import GatehouseOutbound
 
 /// The integrator's registration API behind a custom-API identity provider.
 ///
@@ -120,27 +117,38 @@ public struct HTTPCustomRegistrationAPI: CustomRegistrationAPI {
         enum StepKey: String, CodingKey { case step }
     }
 
+    /// Through the server's outbound client (``OutboundHTTP``): no redirects followed (a 3xx is an
+    /// error answer), at most 64 KiB read, the whole step within ``timeout``.
     private func post(step: String, _ request: CustomRegistrationRequest) async throws -> CustomRegistrationReply {
-        var urlRequest = URLRequest(url: url, timeoutInterval: timeout)
-        urlRequest.httpMethod = "POST"
-        urlRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        urlRequest.httpBody = try JSONEncoder().encode(Body(step: step, request: request))
-        let (data, response) = try await URLSession.shared.data(for: urlRequest)
-        guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {
-            throw RegistrationError(
+        func failure(_ what: String) -> RegistrationError {
+            RegistrationError(
                 .externalIdentityProviderFailure,
-                message: "The custom registration API at \(url) answered with an error.",
+                message: "The custom registration API at \(url) \(what).",
                 plugin: CustomAPIIdentityProviderPlugin.typeIdentifier
             )
         }
+        let target: OutboundURL
         do {
-            return try JSONDecoder().decode(CustomRegistrationReply.self, from: data)
+            target = try OutboundURL(url.absoluteString)
         } catch {
-            throw RegistrationError(
-                .externalIdentityProviderFailure,
-                message: "The custom registration API at \(url) sent a malformed reply.",
-                plugin: CustomAPIIdentityProviderPlugin.typeIdentifier
+            throw failure("cannot be called (\(error.reason))")
+        }
+        let response: OutboundHTTP.Response
+        do {
+            response = try await OutboundHTTP.post(
+                target,
+                headers: [("Content-Type", "application/json")],
+                body: try JSONEncoder().encode(Body(step: step, request: request)),
+                timeout: .milliseconds(Int64(max(0.001, timeout) * 1000))
             )
+        } catch let error as OutboundHTTP.Failure {
+            throw failure("could not be reached (\(error.reason))")
+        }
+        guard (200..<300).contains(response.status) else { throw failure("answered with an error") }
+        do {
+            return try JSONDecoder().decode(CustomRegistrationReply.self, from: response.body)
+        } catch {
+            throw failure("sent a malformed reply")
         }
     }
 }

@@ -249,6 +249,9 @@ struct CustomAPIIdentityProviderTests {
                 ["url": "ftp://example.com/x"],
                 #"config.url: expected an http or https URL, found "ftp://example.com/x""#
             ),
+            // A URL the server's outbound client would refuse to call is refused at load.
+            (["url": "https://api.example:443/register"], "config.url: leave out the default port 443 of https"),
+            (["url": "https://api.example/a//b"], "config.url: the path has an empty segment (//)"),
             (["handler": "codes", "maxAttempts": 0], "config.maxAttempts: expected a value from 1 to 10, found 0"),
             (["handler": "codes", "twoStep": "yes"], #"config.twoStep: expected true or false, found "yes""#),
         ] as [([String: ConfigValue], String)]

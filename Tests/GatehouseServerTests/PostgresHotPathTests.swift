@@ -40,4 +40,21 @@ struct PostgresHotPathTests {
             #expect(servers[0].store.hotPathFallbacks.load(ordering: .relaxed) == 0)
         }
     }
+
+    @Test("a flow step's lookup is one statement outside a transaction; a second statement there is refused")
+    func oneStatementLookups() async throws {
+        try await withCluster(instances: 1) { fixture, _, servers in
+            // A PIN authentication reads its flow through the one-statement lookup at each step.
+            _ = try await registeredAndLoggedIn(try fixture.client())
+            let engine = servers[0].store.engine
+            let answer = try await engine.readStatement { db in try Int.fetchOne(db, sql: "SELECT 41 + 1") }
+            #expect(answer == 42)
+            await #expect(throws: ServerDatabaseError.self) {
+                _ = try await engine.readStatement { db in
+                    _ = try Int.fetchOne(db, sql: "SELECT 1")
+                    return try Int.fetchOne(db, sql: "SELECT 2")
+                }
+            }
+        }
+    }
 }

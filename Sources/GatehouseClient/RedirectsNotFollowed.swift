@@ -1,18 +1,18 @@
-public import Foundation
+import Foundation
 
 #if canImport(FoundationNetworking)
-public import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// A URLSession delegate that answers every redirect with "do not follow": the 3xx response is
-/// the result. The SDK's transport uses it (a token server sends no redirect; the hosted login's
-/// belongs to the app), and so do the server's callbacks (they go where the prefixes allowed,
-/// nowhere else).
-public final class RedirectsNotFollowed: NSObject, URLSessionTaskDelegate, Sendable {
-    override public init() {}
+/// the result. The SDK's transport uses it: a token server sends no redirect, and the hosted
+/// login's belongs to the app. (The server's own calls go through `OutboundHTTP`, which follows
+/// none either.)
+final class RedirectsNotFollowed: NSObject, URLSessionTaskDelegate, Sendable {
+    override init() {}
 
     /// Answers the redirect with `nil`, so the task completes with the 3xx response itself.
-    public func urlSession(
+    func urlSession(
         _ session: URLSession,
         task: URLSessionTask,
         willPerformHTTPRedirection response: HTTPURLResponse,
