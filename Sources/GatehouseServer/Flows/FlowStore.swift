@@ -314,7 +314,12 @@ extension ServerStore {
     }
 
     /// The counter of a flow ``claim(_:now:_:)`` claimed, from the failures it read.
-    private func counter(_ row: FlowRow, lockedFailures failures: Int?, now: Double, _ db: any SQLSession) throws
+    private func counter(
+        _ row: FlowRow,
+        lockedFailures failures: Int?,
+        now: Double,
+        _ db: any SQLSession
+    ) throws
         -> AttemptCounter?
     {
         guard row.state.plan.kind != .registration, let profileID = row.profileID else { return nil }

@@ -75,7 +75,8 @@ extension ServerStore {
                 VALUES (?, 'access', ?, ?, ?, ?, ?, ?), (?, 'refresh', ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
-                Self.tokenHash(access), familyID, profileID, keyThumbprint, scope, now, now + Double(tokenLifetimes.access),
+                Self.tokenHash(access), familyID, profileID, keyThumbprint, scope, now,
+                now + Double(tokenLifetimes.access),
                 Self.tokenHash(refresh), familyID, profileID, keyThumbprint, scope, now,
                 now + Double(tokenLifetimes.refresh),
             ]
