@@ -475,7 +475,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseWebAuthnTests",
             dependencies: [
-                "GatehouseWebAuthn",
+                "GatehouseWebAuthn", "GatehouseTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTesting
 import Synchronization
 import Testing
 
@@ -242,20 +243,11 @@ struct GatehouseCommandTests {
 
     @Test("the xignin-registration example walks the seed's flow and exits 0")
     func xigninExample() async throws {
-        let process = Process()
-        process.executableURL = try binary("xignin-registration")
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        #expect(process.terminationStatus == 0)
+        let run = try await ChildProcess.run(try binary("xignin-registration"))
+        let text = run.outputText
+        #expect(run.status == 0)
         // The story only: no log lines (the embedded server's warning about its keys among them).
-        #expect(logLines(text + String(decoding: errorData, as: UTF8.self)).isEmpty)
+        #expect(logLines(text + run.errorText).isEmpty)
         for expected in [
             "setPin(5 characters) → onlyNumbers", "email.setValue(\"jane@\") → invalid", "setAlias(\"J\") → tooShort",
             ".success(managerUrl: https://xign.example/)", "selection.info.email.error → notAvailable",

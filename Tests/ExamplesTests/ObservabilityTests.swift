@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTesting
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -230,7 +231,7 @@ struct ObservabilityTests {
         defer { listen.process.terminate() }
         _ = try await listen.waitFor("Listening for requests")
         // A callback to an address where nobody listens stays in the outbox, tried again later.
-        let closed = try closedLoopbackPort()
+        let closed = try await closedLoopbackPort()
         #expect(try await portalPush(url, type: "login", callback: "http://127.0.0.1:\(closed)/callback") == 201)
         _ = try await listen.waitFor("Type the number")
         listen.type("r")
@@ -327,14 +328,12 @@ private func prometheusValues(_ text: String) -> [String: Double] {
 }
 
 /// A loopback port nobody listens on (bound, then closed again).
-private func closedLoopbackPort() throws -> Int {
-    let probe = try Session(
-        ["-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"],
-        binary: "/usr/bin/python3"
+private func closedLoopbackPort() async throws -> Int {
+    let probe = try await ChildProcess.run(
+        URL(fileURLWithPath: "/usr/bin/python3"),
+        arguments: ["-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"]
     )
-    probe.process.waitUntilExit()
-    for _ in 0..<100 where !probe.output.isComplete { Thread.sleep(forTimeInterval: 0.01) }
-    guard let port = Int(probe.output.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+    guard let port = Int(probe.outputText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
         throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: "no port"])
     }
     return port

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTesting
 import Testing
 
 /// Runs the built `validate-input` example, as a user would from the package root.
@@ -11,35 +12,22 @@ private struct ExampleRun {
 /// The example binary sits beside the test bundle in the build directory.
 private func exampleBinary() throws -> URL { try binary("validate-input") }
 
-private func run(_ arguments: [String], input: String? = nil) throws -> ExampleRun {
-    let process = Process()
-    process.executableURL = try exampleBinary()
-    process.arguments = arguments
-    process.currentDirectoryURL = packageRoot
-    let output = Pipe()
-    let errors = Pipe()
-    let stdin = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = stdin
-    try process.run()
-    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-    try stdin.fileHandleForWriting.close()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ExampleRun(
-        status: process.terminationStatus,
-        output: String(decoding: outputData, as: UTF8.self),
-        errors: String(decoding: errorData, as: UTF8.self)
+/// Off the cooperative pool (``ChildProcess``): other tests' servers answer there.
+private func run(_ arguments: [String], input: String? = nil) async throws -> ExampleRun {
+    let result = try await ChildProcess.run(
+        try exampleBinary(),
+        arguments: arguments,
+        currentDirectory: packageRoot,
+        input: Data((input ?? "").utf8)
     )
+    return ExampleRun(status: result.status, output: result.outputText, errors: result.errorText)
 }
 
 @Suite("validate-input example")
 struct ValidateInputTests {
     @Test("loads the manifest and prints each value's result code")
-    func validates() throws {
-        let result = try run([
+    func validates() async throws {
+        let result = try await run([
             "--manifest", "Examples/manifests/validators.yaml", "email=jane@example.com", "alias=J", "email=jane@",
             "pin=345678",
         ])
@@ -54,14 +42,14 @@ struct ValidateInputTests {
     }
 
     @Test("reads a secret from standard input with -, and --strict fails on invalid input")
-    func stdinAndStrict() throws {
-        let result = try run(
+    func stdinAndStrict() async throws {
+        let result = try await run(
             ["--manifest", "Examples/manifests/validators.json", "--strict", "pin=-"],
             input: "111111\n"
         )
         #expect(result.status == 1)
         #expect(result.output.contains(#"pin "••••••": blacklisted, similarDigits"#))
-        let valid = try run(
+        let valid = try await run(
             ["--manifest", "Examples/manifests/validators.json", "--strict", "pin=-"],
             input: "847291\n"
         )
@@ -70,8 +58,8 @@ struct ValidateInputTests {
     }
 
     @Test("the third-party manifest uses the integrator's validator")
-    func thirdParty() throws {
-        let result = try run([
+    func thirdParty() async throws {
+        let result = try await run([
             "--manifest", "Examples/manifests/third-party.yaml", "postalCode=1234 AB", "postalCode=1234AB",
         ])
         #expect(result.status == 0)
@@ -81,7 +69,7 @@ struct ValidateInputTests {
     }
 
     @Test("a bad manifest or id exits 2 with one clear line")
-    func failures() throws {
+    func failures() async throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
             "gatehouse-example-\(UUID().uuidString).yaml"
         )
@@ -89,7 +77,7 @@ struct ValidateInputTests {
             to: scratch
         )
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let broken = try run(["--manifest", scratch.path, "alias=x"])
+        let broken = try await run(["--manifest", scratch.path, "alias=x"])
         #expect(broken.status == 2)
         #expect(
             broken.errors
@@ -97,11 +85,11 @@ struct ValidateInputTests {
                 + "\n"
         )
 
-        let unknown = try run(["--manifest", "Examples/manifests/validators.yaml", "phone=0612345678"])
+        let unknown = try await run(["--manifest", "Examples/manifests/validators.yaml", "phone=0612345678"])
         #expect(unknown.status == 2)
         #expect(unknown.errors.contains(#"no validator with id "phone""#))
 
-        let usage = try run([])
+        let usage = try await run([])
         #expect(usage.status == 2)
         #expect(usage.errors.hasPrefix("Error: Missing expected argument '--manifest <manifest>'"))
         #expect(usage.errors.contains("USAGE: validate-input --manifest <manifest> [--strict]"))
