@@ -127,7 +127,16 @@ final class PostgresEngine: StorageEngine {
                     announcing: nil,
                     statementLimit: 1
                 )
-                return try body(session)
+                do {
+                    return try body(session)
+                } catch let error as PSQLError where PostgresSession.isConnectionFailure(error) {
+                    // As at a transaction's BEGIN: a connection the database dropped while it was
+                    // idle is found out here, and the lookup runs once more on a new one.
+                    connection.close()
+                    throw StaleConnection()
+                } catch let error as DatabaseUnavailable where error.reason == .connectionLost {
+                    throw StaleConnection()
+                }
             }
         }
     }
