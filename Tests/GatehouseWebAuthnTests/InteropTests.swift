@@ -9,33 +9,12 @@ import Testing
 /// and test authenticator produce, py_webauthn accepts.
 @Suite struct InteropTests {
     /// Whether python3 with py_webauthn, cbor2 and cryptography is at hand.
-    static let pythonReady: Bool = {
-        guard let (status, _, _) = try? run(["-c", "import webauthn, cbor2, cryptography"], input: []) else {
-            return false
-        }
-        return status == 0
-    }()
-
-    /// Runs python3 with `arguments`, `input` on its standard input, for at most two minutes, on
-    /// the calling thread (the readiness probe only, which takes a moment).
-    static func run(_ arguments: [String], input: [UInt8]) throws -> (Int32, Data, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["timeout", "120", "python3"] + arguments
-        let standardInput = Pipe()
-        let standardOutput = Pipe()
-        let standardError = Pipe()
-        process.standardInput = standardInput
-        process.standardOutput = standardOutput
-        process.standardError = standardError
-        try process.run()
-        // The script reads all of its input before it writes anything.
-        standardInput.fileHandleForWriting.write(Data(input))
-        try standardInput.fileHandleForWriting.close()
-        let output = standardOutput.fileHandleForReading.readDataToEndOfFile()
-        let errors = standardError.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, output, String(decoding: errors, as: UTF8.self))
+    static func pythonReady() async -> Bool {
+        let probe = try? await ChildProcess.run(
+            command: "python3",
+            arguments: ["-c", "import webauthn, cbor2, cryptography"]
+        )
+        return probe?.status == 0
     }
 
     static let script = """
@@ -187,7 +166,7 @@ import Testing
     func credentialsBothWays() async throws {
         // Never skipped: scripts/install-dependencies installs the peer (py_webauthn) and its helpers.
         try #require(
-            Self.pythonReady,
+            await Self.pythonReady(),
             "python3 with webauthn, cbor2 and cryptography: run scripts/install-dependencies"
         )
         let party = CeremonyTests.party
