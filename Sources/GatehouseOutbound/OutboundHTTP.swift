@@ -6,7 +6,7 @@ import Tracing
 
 /// The server side's own HTTP calls — portal callbacks, linked-service webhooks, token
 /// introspection — through AsyncHTTPClient on the process's event loops: a connect timeout, a
-/// deadline for the whole call, a bounded answer, and no redirects (a call goes to the address
+/// deadline for the whole call (head and body), a bounded answer, and no redirects (a call goes to the address
 /// its configuration allows and nowhere else; a 3xx is an answer like any other).
 public enum OutboundHTTP {
     /// What came back: the status and at most `maxResponseBytes` of the body.
@@ -39,7 +39,7 @@ public enum OutboundHTTP {
         configuration: {
             var configuration = HTTPClient.Configuration(
                 redirectConfiguration: .disallow,
-                timeout: .init(connect: .seconds(3), read: .seconds(10))
+                timeout: .init(connect: .seconds(3))
             )
             // The calls' spans are made here (``traced(_:_:_:_:)``), without the URL's path or
             // query, which may carry a portal's secrets; the client's own would name the whole URL.
@@ -142,14 +142,42 @@ public enum OutboundHTTP {
         // Bounded before the conversion to milliseconds, which would overflow for a huge Duration.
         let bounded = min(max(timeout, .zero), .seconds(600))
         let milliseconds = bounded.components.seconds * 1000 + bounded.components.attoseconds / 1_000_000_000_000_000
-        do {
-            let response = try await client.execute(request, timeout: .milliseconds(milliseconds))
-            let collected = try await response.body.collect(upTo: max(0, maxResponseBytes))
-            return Response(status: Int(response.status.code), body: Data(collected.readableBytesView))
-        } catch is NIOTooManyBytesError {
+        let late = "no whole answer within \(milliseconds) ms"
+        // AsyncHTTPClient's deadline ends when the head arrives: the body has its own, here, so a
+        // peer that sends its head and then one byte now and then is cut off at `timeout` too. The
+        // same moment ends both, and there is no read timeout besides: the call's one bound is
+        // `timeout`, whichever part of the answer is slow and however busy the process is.
+        let outcome = await withTaskGroup(of: Result<Response, any Error>?.self) { calls in
+            calls.addTask {
+                do {
+                    let response = try await client.execute(request, timeout: .milliseconds(milliseconds))
+                    let collected = try await response.body.collect(upTo: max(0, maxResponseBytes))
+                    return .success(
+                        Response(status: Int(response.status.code), body: Data(collected.readableBytesView))
+                    )
+                } catch {
+                    return .failure(error)
+                }
+            }
+            calls.addTask {
+                try? await Task.sleep(for: bounded)
+                return nil
+            }
+            let first = await calls.next() ?? nil
+            calls.cancelAll()
+            return first
+        }
+        switch outcome {
+        case .success(let response)?:
+            return response
+        case .failure(let error)? where error is NIOTooManyBytesError:
             throw Failure(url: url.text, reason: "the answer is longer than \(maxResponseBytes) bytes")
-        } catch {
+        case .failure(let error as HTTPClientError)? where error == .deadlineExceeded:
+            throw Failure(url: url.text, reason: late)
+        case .failure(let error)?:
             throw Failure(url: url.text, reason: "\(error)")
+        case nil:
+            throw Failure(url: url.text, reason: late)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseTesting
+import Synchronization
 
 /// A private PostgreSQL server for tests: its own data directory in a temporary folder, on a
 /// loopback port, started on first use and stopped when the process exits.
@@ -8,6 +9,11 @@ import GatehouseTesting
 /// `scripts/install-dependencies` installs it); ``start(durable:)`` says so when they are missing. Run
 /// as root, it runs the server as the `postgres` user, since PostgreSQL refuses root. Each test
 /// takes a fresh schema (``makeSchema(_:)``), so tests running at once share nothing.
+///
+/// Its commands (`initdb`, `pg_ctl`, `psql`) are waited for on threads of their own, never on
+/// Swift's cooperative pool: the pool has one thread a core, and every loopback server of the test
+/// process answers on it, so a start or a restart that held it would stall them all. Only
+/// ``dropSchema(_:)`` and ``stop()`` block, briefly, since cleanup runs in `defer`.
 public final class PostgresTestCluster: Sendable {
     /// The loopback port it listens on.
     public let port: Int
@@ -21,7 +27,20 @@ public final class PostgresTestCluster: Sendable {
     private let binaries: URL
 
     /// The process's cluster, started on first use.
-    public static func shared() throws -> PostgresTestCluster { try SharedCluster.started.get() }
+    public static func shared() async throws -> PostgresTestCluster {
+        let starting = SharedCluster.starting.withLock { starting in
+            if let starting { return starting }
+            let started = Task {
+                let cluster = try await PostgresTestCluster.start()
+                SharedCluster.running.withLock { $0 = cluster }
+                atexit { SharedCluster.running.withLock { $0 }?.stop() }
+                return cluster
+            }
+            starting = started
+            return started
+        }
+        return try await starting.value
+    }
 
     /// The server's main process (its backends are its children), while it runs.
     public var postmasterPID: Int32? {
@@ -36,26 +55,30 @@ public final class PostgresTestCluster: Sendable {
     }
 
     /// Makes a new, empty schema and returns its name.
-    public func makeSchema(_ prefix: String = "test") throws -> String {
+    public func makeSchema(_ prefix: String = "test") async throws -> String {
         let name = "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
-        try sql("CREATE SCHEMA \(name)")
+        try await sql("CREATE SCHEMA \(name)")
         return name
     }
 
-    /// Drops a schema made by ``makeSchema(_:)`` with everything in it.
-    public func dropSchema(_ name: String) throws { try sql("DROP SCHEMA \(name) CASCADE") }
+    /// Drops a schema made by ``makeSchema(_:)`` with everything in it. It blocks until `psql`
+    /// is done, so that cleanup in a `defer` can call it.
+    public func dropSchema(_ name: String) throws {
+        let (pid, output) = try Self.spawn(psql("DROP SCHEMA \(name) CASCADE", database: nil))
+        try Self.finish("psql", status: Self.waitBlocking(pid), output: output)
+    }
 
     /// Runs `statement` through `psql` in the test database; returns what it printed (unaligned).
     @discardableResult
-    public func sql(_ statement: String, database: String? = nil) throws -> String {
-        try Self.run(
-            binaries.appendingPathComponent("psql"),
-            [
-                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", "\(port)", "-U", user,
-                "-d", database ?? self.database, "-c", statement,
-            ],
-            asServerUser: false
-        )
+    public func sql(_ statement: String, database: String? = nil) async throws -> String {
+        try await Self.run(psql(statement, database: database))
+    }
+
+    private func psql(_ statement: String, database: String?) -> [String] {
+        [
+            binaries.appendingPathComponent("psql").path, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h",
+            "127.0.0.1", "-p", "\(port)", "-U", user, "-d", database ?? self.database, "-c", statement,
+        ]
     }
 
     private init(port: Int, directory: URL, binaries: URL) {
@@ -68,18 +91,19 @@ public final class PostgresTestCluster: Sendable {
     /// with ``stop()``. `durable`: fsync and synchronous commits as a production server has them
     /// (for measurements); otherwise off, as a throwaway test database can afford.
     /// `settings`: more `-c name=value` settings for the server (a profile's extension, say).
-    public static func start(durable: Bool = false, settings: [String] = []) throws -> PostgresTestCluster {
+    public static func start(durable: Bool = false, settings: [String] = []) async throws -> PostgresTestCluster {
         let binaries = try serverBinaries()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "gatehouse-postgres-\(UUID().uuidString)"
         )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let data = directory.appendingPathComponent("data")
-        if getuid() == 0 { try run(URL(fileURLWithPath: "/bin/chown"), ["-R", "postgres:", directory.path]) }
-        try run(
-            binaries.appendingPathComponent("initdb"),
-            ["-D", data.path, "-U", "gatehouse", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"],
-            asServerUser: true
+        if getuid() == 0 { try await run(["/bin/chown", "-R", "postgres:", directory.path]) }
+        try await run(
+            asServerUser(
+                binaries.appendingPathComponent("initdb"),
+                ["-D", data.path, "-U", "gatehouse", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"]
+            )
         )
         var lastError: (any Error)?
         for _ in 0..<5 {
@@ -88,19 +112,20 @@ public final class PostgresTestCluster: Sendable {
                 // Durability is the operating system's business in a throwaway cluster: no fsync.
                 let durability =
                     durable ? "" : "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                try run(
-                    binaries.appendingPathComponent("pg_ctl"),
-                    [
-                        "-D", data.path, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t", "60",
-                        "-o",
-                        "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 " + durability
-                            + "-c max_connections=400" + settings.map { " -c " + $0 }.joined(),
-                        "start",
-                    ],
-                    asServerUser: true
+                try await run(
+                    asServerUser(
+                        binaries.appendingPathComponent("pg_ctl"),
+                        [
+                            "-D", data.path, "-l", directory.appendingPathComponent("server.log").path, "-w", "-t",
+                            "60", "-o",
+                            "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 " + durability
+                                + "-c max_connections=400" + settings.map { " -c " + $0 }.joined(),
+                            "start",
+                        ]
+                    )
                 )
                 let cluster = PostgresTestCluster(port: port, directory: directory, binaries: binaries)
-                try cluster.sql("CREATE DATABASE gatehouse_tests", database: "postgres")
+                try await cluster.sql("CREATE DATABASE gatehouse_tests", database: "postgres")
                 return cluster
             } catch {
                 lastError = error
@@ -119,14 +144,16 @@ public final class PostgresTestCluster: Sendable {
 
     /// Stops the server the way `mode` says and starts it again on the same port, waiting until
     /// it accepts connections.
-    public func restart(_ mode: StopMode) throws {
-        try Self.run(
-            binaries.appendingPathComponent("pg_ctl"),
-            [
-                "-D", directory.appendingPathComponent("data").path, "-l",
-                directory.appendingPathComponent("server.log").path, "-m", mode.rawValue, "-w", "-t", "60", "restart",
-            ],
-            asServerUser: true
+    public func restart(_ mode: StopMode) async throws {
+        try await Self.run(
+            Self.asServerUser(
+                binaries.appendingPathComponent("pg_ctl"),
+                [
+                    "-D", directory.appendingPathComponent("data").path, "-l",
+                    directory.appendingPathComponent("server.log").path, "-m", mode.rawValue, "-w", "-t", "60",
+                    "restart",
+                ]
+            )
         )
     }
 
@@ -145,13 +172,16 @@ public final class PostgresTestCluster: Sendable {
         return [postmaster] + children
     }
 
-    /// Stops the server at once and removes its files.
+    /// Stops the server at once and removes its files. It blocks until `pg_ctl` is done, so that
+    /// cleanup in a `defer` (or at exit) can call it.
     public func stop() {
-        _ = try? Self.run(
+        let command = Self.asServerUser(
             binaries.appendingPathComponent("pg_ctl"),
-            ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"],
-            asServerUser: true
+            ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"]
         )
+        if let (pid, output) = try? Self.spawn(command) {
+            _ = try? Self.finish("pg_ctl", status: Self.waitBlocking(pid), output: output)
+        }
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -169,17 +199,29 @@ public final class PostgresTestCluster: Sendable {
         )
     }
 
-    /// Runs `executable` to its end; returns its output. Spawned by hand rather than with
-    /// `Process`: the child gets only standard input, output and error (no descriptor of this
-    /// process leaks into the server pg_ctl leaves running), and it is waited for by its pid.
-    @discardableResult
-    private static func run(_ executable: URL, _ arguments: [String], asServerUser: Bool = false) throws -> String {
-        let command =
-            asServerUser && getuid() == 0
+    /// `executable` with `arguments`, run as the `postgres` user when this process is root
+    /// (PostgreSQL refuses to run as root).
+    private static func asServerUser(_ executable: URL, _ arguments: [String]) -> [String] {
+        getuid() == 0
             ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable.path] + arguments
             : [executable.path] + arguments
+    }
+
+    /// Runs `command` to its end, waited for on a thread of its own; returns what it printed.
+    @discardableResult
+    private static func run(_ command: [String]) async throws -> String {
+        let (pid, output) = try spawn(command)
+        let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            Thread { continuation.resume(returning: waitBlocking(pid)) }.start()
+        }
+        return try finish(URL(fileURLWithPath: command[0]).lastPathComponent, status: status, output: output)
+    }
+
+    /// Starts `command` with its output and errors going to a temporary file. Spawned by hand
+    /// rather than with `Process`: the child gets only standard input, output and error (no
+    /// descriptor of this process leaks into the server pg_ctl leaves running).
+    private static func spawn(_ command: [String]) throws -> (pid: pid_t, output: URL) {
         let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-pg-\(UUID()).out")
-        defer { try? FileManager.default.removeItem(at: outputFile) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -199,12 +241,23 @@ public final class PostgresTestCluster: Sendable {
         guard spawned == 0 else {
             throw PostgresTestClusterError("\(command[0]) could not start (errno \(spawned)).")
         }
+        return (pid, outputFile)
+    }
+
+    /// Waits for `pid` on the calling thread; returns its wait status.
+    private static func waitBlocking(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let printed = String(data: (try? Data(contentsOf: outputFile)) ?? Data(), encoding: .utf8) ?? ""
+        return status
+    }
+
+    /// What the command printed, or its failure with what it printed; the output file goes.
+    private static func finish(_ name: String, status: Int32, output: URL) throws -> String {
+        defer { try? FileManager.default.removeItem(at: output) }
+        let printed = String(data: (try? Data(contentsOf: output)) ?? Data(), encoding: .utf8) ?? ""
         // Exited normally with status 0 (the wait status holds the exit code in bits 8-15).
         guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-            throw PostgresTestClusterError("\(executable.lastPathComponent) failed (status \(status)): \(printed)")
+            throw PostgresTestClusterError("\(name) failed (status \(status)): \(printed)")
         }
         return printed
     }
@@ -217,17 +270,8 @@ public struct PostgresTestClusterError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The process's cluster: started once, stopped at exit.
+/// The process's cluster: started once, by the first test that asks, and stopped at exit.
 private enum SharedCluster {
-    static let started: Result<PostgresTestCluster, any Error> = {
-        do {
-            let cluster = try PostgresTestCluster.start()
-            atexit {
-                if case .success(let cluster) = SharedCluster.started { cluster.stop() }
-            }
-            return .success(cluster)
-        } catch {
-            return .failure(error)
-        }
-    }()
+    static let starting = Mutex<Task<PostgresTestCluster, any Error>?>(nil)
+    static let running = Mutex<PostgresTestCluster?>(nil)
 }

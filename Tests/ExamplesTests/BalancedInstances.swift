@@ -86,8 +86,8 @@ final class BalancedInstances {
             ["/usr/sbin/haproxy", "/usr/bin/haproxy"].first { FileManager.default.isExecutableFile(atPath: $0) },
             "HAProxy is not installed (no /usr/sbin/haproxy): run scripts/install-dependencies, or apt-get install haproxy"
         )
-        let database = try PostgresTestCluster.shared()
-        let schema = try database.makeSchema(name)
+        let database = try await PostgresTestCluster.shared()
+        let schema = try await database.makeSchema(name)
         let directory = try scratchDirectory("gatehouse-\(name)")
         var started: [Instance: Session] = [:]
         do {

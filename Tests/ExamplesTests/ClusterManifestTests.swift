@@ -7,8 +7,8 @@ import Testing
 struct ClusterManifestTests {
     @Test("gatehouse serve runs the cluster example on PostgreSQL: a device registers, logs in and enrols")
     func servesOnPostgres() async throws {
-        let database = try PostgresTestCluster.shared()
-        let schema = try database.makeSchema("cluster_example")
+        let database = try await PostgresTestCluster.shared()
+        let schema = try await database.makeSchema("cluster_example")
         defer { try? database.dropSchema(schema) }
         let directory = try scratchDirectory("gatehouse-cluster-example")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -39,7 +39,7 @@ struct ClusterManifestTests {
         let enrol = try Session(["device", "enrol"] + device)
         enrol.type("258147")
         #expect(try await enrol.finish() == 0, "\(enrol.errors.withLock { $0 })")
-        let profiles = try database.sql("SELECT count(*) FROM \(schema).profiles")
+        let profiles = try await database.sql("SELECT count(*) FROM \(schema).profiles")
         #expect(profiles.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
     }
 }

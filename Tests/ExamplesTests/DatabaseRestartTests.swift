@@ -26,9 +26,9 @@ struct DatabaseRestartTests {
         arguments: [2, 8]
     )
     func restartsUnderLoad(pool: Int) async throws {
-        let database = try PostgresTestCluster.start(durable: true)
+        let database = try await PostgresTestCluster.start(durable: true)
         defer { database.stop() }
-        let schema = try database.makeSchema("restarts")
+        let schema = try await database.makeSchema("restarts")
         let directory = try scratchDirectory("gatehouse-restarts")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await Self.serve(on: database.url(schema: schema, pool: pool), in: directory)
@@ -39,7 +39,7 @@ struct DatabaseRestartTests {
         try await Task.sleep(for: .milliseconds(500))
         for mode in PostgresTestCluster.StopMode.allCases {
             for _ in 0..<Self.restartsPerMode {
-                try database.restart(mode)
+                try await database.restart(mode)
                 try await Task.sleep(for: .milliseconds(300))
             }
         }
@@ -66,7 +66,7 @@ struct DatabaseRestartTests {
         #expect(report.slowestReady < .seconds(12), "/ready took \(report.slowestReady)")
         // Acknowledged writes are there, all of them.
         let stored = Set(
-            try database.sql("SELECT id FROM \(schema).clients").split(separator: "\n").map(String.init)
+            try await database.sql("SELECT id FROM \(schema).clients").split(separator: "\n").map(String.init)
         )
         let lost = report.acknowledged.subtracting(stored)
         #expect(lost.isEmpty, "\(lost.count) acknowledged installations lost of \(report.acknowledged.count)")
@@ -83,9 +83,9 @@ struct DatabaseRestartTests {
 
     @Test("SIGTERM while the database is stalled and every connection waits on it ends the server in time")
     func terminateWhileStalled() async throws {
-        let database = try PostgresTestCluster.start()
+        let database = try await PostgresTestCluster.start()
         defer { database.stop() }
-        let schema = try database.makeSchema("stalled")
+        let schema = try await database.makeSchema("stalled")
         let directory = try scratchDirectory("gatehouse-stalled")
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await Self.serve(on: database.url(schema: schema, pool: 2), in: directory)

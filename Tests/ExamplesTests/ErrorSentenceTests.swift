@@ -46,7 +46,7 @@ struct ErrorSentenceTests {
 
     @Test("serve requiring TLS of a PostgreSQL server without it: says so and names the URL, status 69")
     func postgresWithoutTLS() async throws {
-        let database = try PostgresTestCluster.shared()
+        let database = try await PostgresTestCluster.shared()
         // The test cluster has no TLS; a URL without sslmode=disable requires it.
         let url = "postgres://\(database.user)@127.0.0.1:\(database.port)/\(database.database)"
         let (status, errors) = try await run(

@@ -293,8 +293,8 @@ func withConsoleStorage(_ body: (ServerStorage, URL) async throws -> Void) async
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-console-\(UUID())")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     if ProcessInfo.processInfo.environment["GATEHOUSE_TEST_DATABASE"] == "postgres" {
-        let cluster = try PostgresTestCluster.shared()
-        let schema = try cluster.makeSchema("console")
+        let cluster = try await PostgresTestCluster.shared()
+        let schema = try await cluster.makeSchema("console")
         database = try ServerDatabase(cluster.url(schema: schema, pool: 4))
         cleanUp = {
             try? cluster.dropSchema(schema)

@@ -12,8 +12,8 @@ func withLoginStorage(_ body: (ServerStorage) async throws -> Void) async throws
     let database: ServerDatabase
     var cleanUp: () -> Void
     if ProcessInfo.processInfo.environment["GATEHOUSE_TEST_DATABASE"] == "postgres" {
-        let cluster = try PostgresTestCluster.shared()
-        let schema = try cluster.makeSchema("login")
+        let cluster = try await PostgresTestCluster.shared()
+        let schema = try await cluster.makeSchema("login")
         database = try ServerDatabase(cluster.url(schema: schema, pool: 4))
         cleanUp = { try? cluster.dropSchema(schema) }
     } else {

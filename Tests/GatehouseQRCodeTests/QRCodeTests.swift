@@ -422,18 +422,6 @@ struct QRCodeTests {
         #expect(png.count < rowBytes * (177 + 8) * 6 / 3, "\(png.count) bytes")
         #expect(try PNGImage(png).width == (177 + 8) * 6)
     }
-
-    // MARK: Speed
-
-    @Test("encoding a 100-byte code is fast (a loose bound that holds in debug builds)")
-    func speed() throws {
-        let data = [UInt8](sampleCode(count: 100, seed: 3).utf8)
-        let clock = ContinuousClock()
-        let elapsed = try clock.measure {
-            for _ in 0..<50 { _ = try QRCode(bytes: data) }
-        }
-        #expect(elapsed < .seconds(2), "50 encodes took \(elapsed)")
-    }
 }
 
 /// An SVG parsed as XML: the element names in order, the title's text and the path's `d`.

@@ -125,8 +125,8 @@ func withCluster(
     _ body: (Fixture, Balancer, [TokenServer]) async throws -> Void
 ) async throws {
     let publicURL = "http://gatehouse.cluster.test"
-    let cluster = try PostgresTestCluster.shared()
-    let schema = try cluster.makeSchema("cluster")
+    let cluster = try await PostgresTestCluster.shared()
+    let schema = try await cluster.makeSchema("cluster")
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-cluster-\(UUID())")
     defer { try? FileManager.default.removeItem(at: directory) }
     let manifest = try ManifestLoader.jsonAndYAML.parse(

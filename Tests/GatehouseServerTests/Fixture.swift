@@ -469,8 +469,8 @@ func withFixture(
             metrics: metrics
         )
     case .postgres:
-        let cluster = try PostgresTestCluster.shared()
-        let made = try cluster.makeSchema()
+        let cluster = try await PostgresTestCluster.shared()
+        let made = try await cluster.makeSchema()
         schema = made
         try PrivateFiles.createFolder(directory.appendingPathComponent("server"))
         embedded = EmbeddedTokenServer(
@@ -502,11 +502,11 @@ func withFixture(
         try await serve(embedded, mode, logger: serverLog.logger) { transport in try await body(fixture(transport)) }
     } catch {
         await embedded.server.shutdown()
-        if let schema { try? PostgresTestCluster.shared().dropSchema(schema) }
+        if let schema { try? await PostgresTestCluster.shared().dropSchema(schema) }
         throw error
     }
     await embedded.server.shutdown()
-    if let schema { try PostgresTestCluster.shared().dropSchema(schema) }
+    if let schema { try await PostgresTestCluster.shared().dropSchema(schema) }
 }
 
 /// Runs `body` with a transport to `embedded`'s server: itself, or HTTP on a loopback port.

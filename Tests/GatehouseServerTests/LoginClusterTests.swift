@@ -23,8 +23,8 @@ private func withLoginCluster(
     passwordChecksPerMinute: Int = 10000,
     _ body: (Balancer, [LoginServer]) async throws -> Void
 ) async throws {
-    let cluster = try PostgresTestCluster.shared()
-    let schema = try cluster.makeSchema("logincluster")
+    let cluster = try await PostgresTestCluster.shared()
+    let schema = try await cluster.makeSchema("logincluster")
     let manifest = try ManifestLoader.jsonAndYAML.parse(
         Data(
             """
@@ -196,8 +196,8 @@ struct LoginClusterTests {
 
     @Test("a database that is gone answers 503 (try again), not 500")
     func unavailableIs503() async throws {
-        let cluster = try PostgresTestCluster.shared()
-        let schema = try cluster.makeSchema("loginbusy")
+        let cluster = try await PostgresTestCluster.shared()
+        let schema = try await cluster.makeSchema("loginbusy")
         defer { try? cluster.dropSchema(schema) }
         let storage = try await ServerStorage.open(
             try ServerDatabase(cluster.url(schema: schema, pool: 2)),

@@ -15,7 +15,7 @@ struct PostgresHotPathTests {
     @Test("a refresh calls gatehouse_rotate_refresh_token, a resource request gatehouse_use_access_token")
     func hotWritesAreFunctionCalls() async throws {
         // The cluster counts calls of PL/pgSQL functions in sessions opened from now on.
-        try PostgresTestCluster.shared().sql("ALTER DATABASE gatehouse_tests SET track_functions = 'pl'")
+        try await PostgresTestCluster.shared().sql("ALTER DATABASE gatehouse_tests SET track_functions = 'pl'")
         try await withCluster(instances: 1) { fixture, _, servers in
             let client = try fixture.client()
             _ = try await register(client)

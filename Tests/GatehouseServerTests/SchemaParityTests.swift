@@ -105,8 +105,8 @@ struct SchemaParityTests {
     /// The same, from PostgreSQL's catalogue after the PostgreSQL migrations ran in a schema of
     /// their own.
     private func postgresSchema(_ groups: [MigrationGroup]) async throws -> [String: TableShape] {
-        let cluster = try PostgresTestCluster.shared()
-        let schema = try cluster.makeSchema("parity")
+        let cluster = try await PostgresTestCluster.shared()
+        let schema = try await cluster.makeSchema("parity")
         defer { try? cluster.dropSchema(schema) }
         let engine = try await PostgresEngine.open(
             PostgresLocation(url: cluster.url(schema: schema, pool: 1)),
@@ -114,13 +114,13 @@ struct SchemaParityTests {
             logger: Logger(label: "schema-parity")
         )
         await engine.shutdown()
-        func rows(_ query: String) throws -> [[String]] {
-            try cluster.sql(query).split(separator: "\n").map {
+        func rows(_ query: String) async throws -> [[String]] {
+            try await cluster.sql(query).split(separator: "\n").map {
                 $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
             }
         }
         var tables: [String: TableShape] = [:]
-        for row in try rows(
+        for row in try await rows(
             """
             SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns
             WHERE table_schema = '\(schema)' AND table_name != 'gatehouse_migrations'
@@ -129,7 +129,7 @@ struct SchemaParityTests {
             tables[row[0], default: TableShape()].columns[row[1]] = kind(row[2]) + (row[3] == "NO" ? " not null" : "")
         }
         // CREATE [UNIQUE] INDEX name ON schema.table USING btree (a, b) [WHERE …]
-        for row in try rows("SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = '\(schema)'") {
+        for row in try await rows("SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = '\(schema)'") {
             guard tables[row[0]] != nil else { continue }
             let definition = row[1]
             guard let open = definition.range(of: " ("), let close = definition[open.upperBound...].firstIndex(of: ")")
@@ -141,7 +141,7 @@ struct SchemaParityTests {
             )
         }
         // FOREIGN KEY (a) REFERENCES schema.table(b) ON DELETE CASCADE
-        for row in try rows(
+        for row in try await rows(
             """
             SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint
             WHERE contype = 'f' AND connamespace = '\(schema)'::regnamespace

@@ -19,8 +19,8 @@ func withTestDatabase(_ body: (ServerDatabase) async throws -> Void) async throw
         defer { try? FileManager.default.removeItem(at: directory) }
         try await body(.sqlite(path: directory.appendingPathComponent("server.sqlite").path))
     case .postgres:
-        let cluster = try PostgresTestCluster.shared()
-        let schema = try cluster.makeSchema("storage")
+        let cluster = try await PostgresTestCluster.shared()
+        let schema = try await cluster.makeSchema("storage")
         defer { try? cluster.dropSchema(schema) }
         try await body(try ServerDatabase(cluster.url(schema: schema, pool: 4)))
     }

@@ -115,7 +115,7 @@ func withXignInCluster(
             "gatehouse-xignin-cluster-\(UUID().uuidString)"
         )
         defer { try? FileManager.default.removeItem(at: directory) }
-        let location = try TestDatabaseLocation(folder: directory, postgres: true)
+        let location = try await TestDatabaseLocation(folder: directory, postgres: true)
         defer { location.drop() }
         let manifest = try XignInFixture.parsedManifest(webhookPort: port, evaluationsPerMinute: evaluationsPerMinute)
         let logger = Logger(label: "xignin-cluster")

@@ -41,15 +41,18 @@ enum TestDatabase {
 struct TestDatabaseLocation {
     let database: ServerDatabase
     let schema: String?
+    private let cluster: PostgresTestCluster?
 
-    init(folder: URL, postgres: Bool = TestDatabase.isPostgres) throws {
+    init(folder: URL, postgres: Bool = TestDatabase.isPostgres) async throws {
         if postgres {
-            let cluster = try PostgresTestCluster.shared()
-            let schema = try cluster.makeSchema("xignin")
+            let cluster = try await PostgresTestCluster.shared()
+            let schema = try await cluster.makeSchema("xignin")
+            self.cluster = cluster
             self.schema = schema
             database = try ServerDatabase(cluster.url(schema: schema))
         } else {
             try PrivateFiles.createFolder(folder)
+            cluster = nil
             schema = nil
             database = .sqlite(path: folder.appendingPathComponent("server.sqlite").path)
         }
@@ -66,7 +69,7 @@ struct TestDatabaseLocation {
 
     /// Drops the PostgreSQL schema; a SQLite file goes with its folder.
     func drop() {
-        if let schema { try? PostgresTestCluster.shared().dropSchema(schema) }
+        if let schema { try? cluster?.dropSchema(schema) }
     }
 }
 
@@ -268,7 +271,7 @@ func withXignIn(
             "gatehouse-xignin-\(UUID().uuidString)"
         )
         defer { try? FileManager.default.removeItem(at: directory) }
-        let location = try TestDatabaseLocation(folder: directory.appendingPathComponent("server"))
+        let location = try await TestDatabaseLocation(folder: directory.appendingPathComponent("server"))
         defer { location.drop() }
         let storage = try await location.open()
         do {
