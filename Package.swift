@@ -37,6 +37,8 @@ let package = Package(
         // The relying party's side of WebAuthn (passkeys): options, registration and sign-in checks.
         .library(name: "GatehouseWebAuthn", targets: ["GatehouseWebAuthn"]),
         .executable(name: "gatehouse", targets: ["gatehouse"]),
+        .executable(name: "gatehouse-server", targets: ["gatehouse-server"]),
+        .library(name: "GatehouseServerCommand", targets: ["GatehouseServerCommand"]),
         .executable(name: "validate-input", targets: ["ValidateInput"]),
         .executable(name: "xignin-registration", targets: ["XignInRegistration"]),
         .executable(name: "totp-gatehouse", targets: ["ThirdPartyAuthenticator"]),
@@ -186,15 +188,14 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(platforms: [.linux])),
             ]
         ),
-        // The command line as a library: serve, demo, device and authenticator commands, run with
-        // any plugin registry (an integrator's executable composes it with its own plugins).
+        // The server's command as a library, without the client SDK: `gatehouse serve` and
+        // `gatehouse-server` run it, with any plugin registry.
         .target(
-            name: "GatehouseCommands",
+            name: "GatehouseServerCommand",
             dependencies: [
-                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseClient", "GatehouseYAML",
-                "GatehousePlugins", "CustomAPIIdentityProvider", "XignInManager", "XignInClient", "XignInValidators",
-                "GatehouseLogin", "GatehousePush", "GatehouseAdminConsole",
-                "BiometricAuthenticator", "BrowserIdentityProvider",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseYAML", "GatehousePlugins",
+                "CustomAPIIdentityProvider", "XignInManager", "GatehouseLogin", "GatehousePush",
+                "GatehouseAdminConsole", "BiometricAuthenticator", "BrowserIdentityProvider",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -202,9 +203,32 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // `gatehouse-server`: the token server alone, with the built-in plugins (what operators deploy).
+        .executableTarget(
+            name: "gatehouse-server",
+            dependencies: ["GatehouseServerCommand", "GatehouseKernel", "GatehousePlugins"]
+        ),
+        // The command line as a library: serve, demo, device and authenticator commands, run with
+        // any plugin registry (an integrator's executable composes it with its own plugins).
+        .target(
+            name: "GatehouseCommands",
+            dependencies: [
+                "GatehouseServerCommand",
+                "GatehouseKernel", "GatehouseProtocol", "GatehouseServer", "GatehouseClient", "GatehouseYAML",
+                "GatehousePlugins", "CustomAPIIdentityProvider", "XignInManager", "XignInClient", "XignInValidators",
+                "GatehouseLogin", "GatehousePush", "GatehouseAdminConsole",
+                "BiometricAuthenticator", "BrowserIdentityProvider",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             // `gatehouse manifest example`: Examples/manifests compiled in, so they work from any folder.
             plugins: ["EmbedExampleManifests"]
@@ -514,7 +538,8 @@ let package = Package(
         .testTarget(
             name: "ExamplesTests",
             dependencies: [
-                "ValidateInput", "gatehouse", "XignInRegistration", "ThirdPartyAuthenticator", "PinLengthStore",
+                "ValidateInput", "gatehouse", "gatehouse-server", "XignInRegistration", "ThirdPartyAuthenticator",
+                "PinLengthStore",
                 "PushMobileAuth", "ResourceGateway",
                 "GatehouseTesting", "GatehousePostgresTestSupport", "GatehouseClient", "GatehouseProtocol",
                 "GatehousePlugins", "GatehouseYAML",

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GatehouseClient
 import GatehouseKernel
+import GatehouseServerCommand
 
 /// `--access`: which token a fetch sends.
 enum AccessOption: String, ExpressibleByArgument, CaseIterable {

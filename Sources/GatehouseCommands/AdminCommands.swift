@@ -3,6 +3,7 @@ import Foundation
 import GatehouseClient
 import GatehouseProtocol
 import GatehouseServer
+import GatehouseServerCommand
 
 /// `gatehouse admin …`: a helpdesk's view of a running server through its admin API
 /// (`/v1/admin/…`), as an admin client of the manifest's `server.admin.clients`.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import GatehouseClient
 import GatehouseKernel
+import GatehouseServerCommand
 
 /// `gatehouse authenticators list|register|deregister|prefer`.
 struct Authenticators: AsyncParsableCommand {

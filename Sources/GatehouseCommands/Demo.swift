@@ -8,6 +8,7 @@ import GatehouseLogin
 import GatehousePlugins
 import GatehouseProtocol
 import GatehouseServer
+import GatehouseServerCommand
 import Logging
 
 struct Demo: AsyncParsableCommand {

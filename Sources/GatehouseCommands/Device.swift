@@ -5,6 +5,7 @@ import GatehouseKernel
 import GatehouseProtocol
 
 #if canImport(Glibc)
+import GatehouseServerCommand
 import Glibc
 #elseif canImport(Darwin)
 import Darwin

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GatehouseClient
+import GatehouseServerCommand
 import Synchronization
 
 #if canImport(Glibc)

@@ -5,6 +5,7 @@ import GatehouseKernel
 import GatehouseLogin
 import GatehouseProtocol
 import GatehouseServer
+import GatehouseServerCommand
 import Hummingbird
 import Logging
 import NIOPosix

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GatehouseKernel
+import GatehouseServerCommand
 import GatehouseYAML
 
 /// The example manifests of Examples/manifests, compiled into the command line at build time

@@ -3,6 +3,7 @@ import Foundation
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
+import GatehouseServerCommand
 
 /// `gatehouse device …`: this terminal as a mobile authenticator.
 struct DeviceCommands: AsyncParsableCommand {

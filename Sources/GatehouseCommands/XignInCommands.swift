@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GatehouseKernel
+import GatehouseServerCommand
 import XignInClient
 import XignInValidators
 

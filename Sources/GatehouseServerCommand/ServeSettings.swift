@@ -1,13 +1,13 @@
 import Configuration
-import Foundation
+package import Foundation
 import GatehouseProtocol
-import GatehouseServer
+package import GatehouseServer
 import Logging
 
 /// `serve`'s settings, each from its flag, else its `GATEHOUSE_*` environment variable, else its
 /// default, and each checked: a value out of range is an error that names where it came from,
 /// never a silent fallback.
-struct ServeSettings {
+package struct ServeSettings {
     var manifest: String
     var database: ServerDatabase
     var host: String
@@ -22,7 +22,7 @@ struct ServeSettings {
         case text, json
     }
 
-    init(_ serve: Serve, environment: EnvironmentSettings) throws {
+    init(_ serve: ServeOptions, environment: EnvironmentSettings) throws {
         manifest = environment.resolve(serve.manifest, "manifest") ?? "Examples/manifests/server.yaml"
         guard FileManager.default.fileExists(atPath: manifest) else {
             throw SettingError(
@@ -59,7 +59,7 @@ struct ServeSettings {
 
     /// A `postgres://` URL, or a SQLite file: an explicit path must be in a folder that exists (a
     /// typo must not create folders); the default lives in the XDG data folder, created private.
-    static func database(_ text: String?) throws -> ServerDatabase {
+    package static func database(_ text: String?) throws -> ServerDatabase {
         guard let text else {
             let folder = DataFolders.data.appendingPathComponent("gatehouse")
             try DataFolders.createPrivate(folder)
@@ -95,19 +95,19 @@ struct ServeSettings {
 /// Environment variables through swift-configuration: the key `requestTimeout` is
 /// `GATEHOUSE_REQUEST_TIMEOUT`. Values are read as text and checked here, so a malformed one is
 /// reported instead of being taken for a missing one.
-struct EnvironmentSettings {
+package struct EnvironmentSettings {
     private let reader: ConfigReader
 
-    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         reader = ConfigReader(provider: EnvironmentVariablesProvider(environmentVariables: environment))
     }
 
     /// The flag's value, else the variable's.
-    func resolve(_ flag: String?, _ key: String) -> String? {
+    package func resolve(_ flag: String?, _ key: String) -> String? {
         flag ?? reader.string(forKey: ConfigKey(["gatehouse", key]))
     }
 
-    func integer(_ flag: Int?, _ key: String, in range: ClosedRange<Int>) throws -> Int? {
+    package func integer(_ flag: Int?, _ key: String, in range: ClosedRange<Int>) throws -> Int? {
         let (text, origin) = try value(flag.map(String.init), key)
         guard let text else { return nil }
         guard let number = Int(text), range.contains(number) else {
@@ -118,7 +118,7 @@ struct EnvironmentSettings {
         return number
     }
 
-    func choice(_ flag: String?, _ key: String, _ choices: [String]) throws -> String? {
+    package func choice(_ flag: String?, _ key: String, _ choices: [String]) throws -> String? {
         let (text, origin) = try value(flag, key)
         guard let text else { return nil }
         guard choices.contains(text) else {
@@ -127,7 +127,7 @@ struct EnvironmentSettings {
         return text
     }
 
-    func boolean(_ flag: Bool?, _ key: String) throws -> Bool? {
+    package func boolean(_ flag: Bool?, _ key: String) throws -> Bool? {
         if let flag { return flag }
         let (text, origin) = try value(nil, key)
         guard let text else { return nil }
@@ -144,27 +144,27 @@ struct EnvironmentSettings {
         return (reader.string(forKey: ConfigKey(["gatehouse", key])), Self.variableName(key))
     }
 
-    static func flagName(_ key: String) -> String {
+    package static func flagName(_ key: String) -> String {
         key.reduce(into: "") { name, character in
             if character.isUppercase { name += "-" + character.lowercased() } else { name.append(character) }
         }
     }
 
-    static func variableName(_ key: String) -> String {
+    package static func variableName(_ key: String) -> String {
         "GATEHOUSE_" + flagName(key).replacingOccurrences(of: "-", with: "_").uppercased()
     }
 }
 
 /// A setting that cannot be used, said in one line.
-struct SettingError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+package struct SettingError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// The XDG base directories (Linux; the same layout elsewhere).
-enum DataFolders {
+package enum DataFolders {
     /// `$XDG_DATA_HOME`, else `~/.local/share`.
-    static var data: URL {
+    package static var data: URL {
         let environment = ProcessInfo.processInfo.environment
         // The specification ignores a relative path.
         if let path = environment["XDG_DATA_HOME"], path.hasPrefix("/") { return URL(fileURLWithPath: path) }
@@ -172,7 +172,7 @@ enum DataFolders {
     }
 
     /// `$HOME`, else the account's home directory.
-    static var home: URL {
+    package static var home: URL {
         if let path = ProcessInfo.processInfo.environment["HOME"], path.hasPrefix("/") {
             return URL(fileURLWithPath: path)
         }
@@ -181,14 +181,14 @@ enum DataFolders {
 
     /// Where a device keeps its profiles and keys: `$XDG_DATA_HOME/gatehouse/device`, unless an
     /// earlier version's `~/.gatehouse` is there (it keeps being used, so no profile is lost).
-    static var device: URL {
+    package static var device: URL {
         let earlier = home.appendingPathComponent(".gatehouse")
         if FileManager.default.fileExists(atPath: earlier.path) { return earlier }
         return data.appendingPathComponent("gatehouse/device")
     }
 
     /// Creates `folder` (and missing parents) readable by the user only.
-    static func createPrivate(_ folder: URL) throws {
+    package static func createPrivate(_ folder: URL) throws {
         try PrivateFiles.createFolder(folder)
     }
 }

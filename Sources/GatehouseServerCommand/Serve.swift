@@ -1,4 +1,4 @@
-import ArgumentParser
+package import ArgumentParser
 import BrowserIdentityProvider
 import Foundation
 import GatehouseAdminConsole
@@ -18,18 +18,32 @@ import Synchronization
 import UnixSignals
 import XignInManager
 
-struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `gatehouse serve` and `gatehouse-server`: the token server over HTTP.
+package struct Serve: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         abstract: "Run the token server over HTTP.",
-        discussion: """
-            Every option may instead come from an environment variable (the flag wins): \
-            GATEHOUSE_MANIFEST, GATEHOUSE_DATABASE, GATEHOUSE_HOST, GATEHOUSE_PORT, GATEHOUSE_LOG_LEVEL, \
-            GATEHOUSE_LOG_FORMAT, GATEHOUSE_REQUEST_TIMEOUT, GATEHOUSE_MAX_CONNECTIONS, \
-            GATEHOUSE_MAX_CONNECTIONS_PER_ADDRESS, GATEHOUSE_SHUTDOWN_TIMEOUT, GATEHOUSE_METRICS (true or false). \
-            Traces are exported over OTLP/HTTP when the OpenTelemetry variables ask for them \
-            (OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp), and are off otherwise.
-            """
+        discussion: ServeOptions.discussion
     )
+
+    @OptionGroup package var options: ServeOptions
+
+    package init() {}
+
+    package func run() async throws { try await options.serve() }
+}
+
+/// The server's options, the same for `gatehouse serve` and `gatehouse-server`, and the start.
+package struct ServeOptions: ParsableArguments {
+    static let discussion = """
+        Every option may instead come from an environment variable (the flag wins): \
+        GATEHOUSE_MANIFEST, GATEHOUSE_DATABASE, GATEHOUSE_HOST, GATEHOUSE_PORT, GATEHOUSE_LOG_LEVEL, \
+        GATEHOUSE_LOG_FORMAT, GATEHOUSE_REQUEST_TIMEOUT, GATEHOUSE_MAX_CONNECTIONS, \
+        GATEHOUSE_MAX_CONNECTIONS_PER_ADDRESS, GATEHOUSE_SHUTDOWN_TIMEOUT, GATEHOUSE_METRICS (true or false). \
+        Traces are exported over OTLP/HTTP when the OpenTelemetry variables ask for them \
+        (OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp), and are off otherwise.
+        """
+
+    package init() {}
 
     @Option(help: "The manifest (JSON or YAML) naming the plugins and the server settings.")
     var manifest: String?
@@ -76,7 +90,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Export metrics at GET /metrics (default on).")
     var metrics: Bool?
 
-    func run() async throws {
+    /// Starts the server and runs it until SIGTERM or Ctrl-C.
+    func serve() async throws {
         let settings: ServeSettings
         do {
             settings = try ServeSettings(self, environment: EnvironmentSettings())
@@ -88,7 +103,7 @@ struct Serve: AsyncParsableCommand {
         // that makes spans, exported by a service that stops last.
         let tracing: (any Service)?
         do {
-            tracing = try ServeTracing.bootstrap(version: GatehouseCommandLine.version, logger: logger)
+            tracing = try ServeTracing.bootstrap(version: GatehouseServerCommandLine.version, logger: logger)
         } catch let error as SettingError {
             throw CommandSupport.usageError(error.description)
         }
@@ -126,7 +141,7 @@ struct Serve: AsyncParsableCommand {
                     unitName: "info",
                     helpText: "The version running, as a label (the value is always 1)."
                 ),
-                labels: [("version", GatehouseCommandLine.version)]
+                labels: [("version", GatehouseServerCommandLine.version)]
             ).set(to: 1)
         }
         let server: TokenServer
@@ -240,7 +255,7 @@ struct Serve: AsyncParsableCommand {
             logger.info(
                 "Serving",
                 metadata: [
-                    "version": "\(GatehouseCommandLine.version)", "manifest": "\(settings.manifest)",
+                    "version": "\(GatehouseServerCommandLine.version)", "manifest": "\(settings.manifest)",
                     "database": "\(settings.database.description)", "address": "\(servedURL)",
                     "public_url": "\(server.publicURL)",
                 ]
