@@ -3,9 +3,9 @@ import Foundation
 import GatehouseClient
 import GatehouseKernel
 import GatehouseProtocol
+import GatehouseServerCommand
 
 #if canImport(Glibc)
-import GatehouseServerCommand
 import Glibc
 #elseif canImport(Darwin)
 import Darwin

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 public import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 import Tracing
 
 /// The server side's own HTTP calls — portal callbacks, linked-service webhooks, token
@@ -143,41 +144,42 @@ public enum OutboundHTTP {
         let bounded = min(max(timeout, .zero), .seconds(600))
         let milliseconds = bounded.components.seconds * 1000 + bounded.components.attoseconds / 1_000_000_000_000_000
         let late = "no whole answer within \(milliseconds) ms"
+        let deadline = NIODeadline.now() + .milliseconds(milliseconds)
         // AsyncHTTPClient's deadline ends when the head arrives: the body has its own, here, so a
-        // peer that sends its head and then one byte now and then is cut off at `timeout` too. The
-        // same moment ends both, and there is no read timeout besides: the call's one bound is
-        // `timeout`, whichever part of the answer is slow and however busy the process is.
-        let outcome = await withTaskGroup(of: Result<Response, any Error>?.self) { calls in
-            calls.addTask {
-                do {
-                    let response = try await client.execute(request, timeout: .milliseconds(milliseconds))
-                    let collected = try await response.body.collect(upTo: max(0, maxResponseBytes))
-                    return .success(
-                        Response(status: Int(response.status.code), body: Data(collected.readableBytesView))
-                    )
-                } catch {
-                    return .failure(error)
-                }
-            }
-            calls.addTask {
-                try? await Task.sleep(for: bounded)
-                return nil
-            }
-            let first = await calls.next() ?? nil
-            calls.cancelAll()
-            return first
+        // peer that sends its head and then one byte now and then is cut off at `timeout` too. An
+        // event-loop timer cancels the call at the deadline (a timer task on Swift's pool would
+        // wait for a thread when the process is busy), and there is no read timeout besides: the
+        // call's one bound is `timeout`, whichever part of the answer is slow.
+        let call = Task { () async throws -> Response in
+            // The timer below is the one deadline, for the head and the body alike.
+            let response = try await client.execute(request, deadline: .distantFuture)
+            let collected = try await response.body.collect(upTo: max(0, maxResponseBytes))
+            return Response(status: Int(response.status.code), body: Data(collected.readableBytesView))
         }
+        let expired = Atomic(false)
+        let timer = client.eventLoopGroup.any().scheduleTask(deadline: deadline) {
+            expired.store(true, ordering: .relaxed)
+            call.cancel()
+        }
+        defer { timer.cancel() }
+        let outcome = await withTaskCancellationHandler {
+            await call.result
+        } onCancel: {
+            call.cancel()
+        }
+        // A cancelled call fails (its body's iterator throws CancellationError), so a success is
+        // the whole answer even when the timer fired just after it.
         switch outcome {
-        case .success(let response)?:
+        case .success(let response):
             return response
-        case .failure(let error)? where error is NIOTooManyBytesError:
+        case .failure where expired.load(ordering: .relaxed):
+            throw Failure(url: url.text, reason: late)
+        case .failure where Task.isCancelled:
+            throw Failure(url: url.text, reason: "the call was cancelled")
+        case .failure(let error) where error is NIOTooManyBytesError:
             throw Failure(url: url.text, reason: "the answer is longer than \(maxResponseBytes) bytes")
-        case .failure(let error as HTTPClientError)? where error == .deadlineExceeded:
-            throw Failure(url: url.text, reason: late)
-        case .failure(let error)?:
+        case .failure(let error):
             throw Failure(url: url.text, reason: "\(error)")
-        case nil:
-            throw Failure(url: url.text, reason: late)
         }
     }
 }

@@ -13,7 +13,7 @@ import Synchronization
 /// Its commands (`initdb`, `pg_ctl`, `psql`) are waited for on threads of their own, never on
 /// Swift's cooperative pool: the pool has one thread a core, and every loopback server of the test
 /// process answers on it, so a start or a restart that held it would stall them all. Only
-/// ``dropSchema(_:)`` and ``stop()`` block, briefly, since cleanup runs in `defer`.
+/// ``dropSchemaBlocking(_:)`` and ``stop()`` block, for cleanup in `defer`.
 public final class PostgresTestCluster: Sendable {
     /// The loopback port it listens on.
     public let port: Int
@@ -61,11 +61,14 @@ public final class PostgresTestCluster: Sendable {
         return name
     }
 
-    /// Drops a schema made by ``makeSchema(_:)`` with everything in it. It blocks until `psql`
-    /// is done, so that cleanup in a `defer` can call it.
-    public func dropSchema(_ name: String) throws {
+    /// Drops a schema made by ``makeSchema(_:)`` with everything in it.
+    public func dropSchema(_ name: String) async throws { try await sql("DROP SCHEMA \(name) CASCADE") }
+
+    /// ``dropSchema(_:)`` for cleanup in a `defer` or a synchronous closure: it blocks its thread
+    /// until `psql` is done.
+    public func dropSchemaBlocking(_ name: String) throws {
         let (pid, output) = try Self.spawn(psql("DROP SCHEMA \(name) CASCADE", database: nil))
-        try Self.finish("psql", status: Self.waitBlocking(pid), output: output)
+        _ = try Self.finish("psql", status: Self.waitBlocking(pid), output: output)
     }
 
     /// Runs `statement` through `psql` in the test database; returns what it printed (unaligned).

@@ -1,8 +1,8 @@
 package import ArgumentParser
 public import GatehouseKernel
 
-/// `gatehouse-server`: the token server's command alone, without the client SDK, the device
-/// commands or the demo — what operators deploy. An integrator's server with plugins of its own
+/// `gatehouse-server`: the token server's command alone, without the client SDK and the device
+/// commands — what operators deploy. An integrator's server with plugins of its own
 /// is a `main.swift` of one line:
 ///
 /// ```swift
@@ -33,9 +33,13 @@ public enum GatehouseServerCommandLine {
 
     /// Parses the process's arguments as `gatehouse-server`'s and runs the server with
     /// `registry`'s plugins; `services` are added to the built-in ones for manifests to name.
+    /// A leading `serve` is taken away, so a command line written for `gatehouse serve` (a
+    /// container's `serve --port 9000`, a unit's `ExecStart`) runs unchanged.
     public static func main(registry: PluginRegistry, services: PluginServices = PluginServices()) async {
+        var arguments = CommandLine.arguments.dropFirst()
+        if arguments.first == "serve" { arguments = arguments.dropFirst() }
         await $context.withValue(Context(registry: registry, services: services)) {
-            await run(ServerCommand.self, CommandLine.arguments.dropFirst()) { CommandSupport.fail($0) }
+            await run(ServerCommand.self, arguments) { CommandSupport.fail($0) }
         }
     }
 

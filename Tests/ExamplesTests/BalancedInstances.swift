@@ -143,7 +143,7 @@ final class BalancedInstances {
             return pair
         } catch {
             stop(Array(started.values))
-            try? database.dropSchema(schema)
+            try? database.dropSchemaBlocking(schema)
             try? FileManager.default.removeItem(at: directory)
             throw error
         }
@@ -291,7 +291,7 @@ final class BalancedInstances {
     /// the scratch directory.
     func stop() {
         Self.stop([balancer] + Instance.allCases.compactMap { instances[$0] })
-        try? database.dropSchema(schema)
+        try? database.dropSchemaBlocking(schema)
         try? FileManager.default.removeItem(at: directory)
     }
 

@@ -9,7 +9,7 @@ struct ClusterManifestTests {
     func servesOnPostgres() async throws {
         let database = try await PostgresTestCluster.shared()
         let schema = try await database.makeSchema("cluster_example")
-        defer { try? database.dropSchema(schema) }
+        defer { try? database.dropSchemaBlocking(schema) }
         let directory = try scratchDirectory("gatehouse-cluster-example")
         defer { try? FileManager.default.removeItem(at: directory) }
         // The example as shipped, with `publicURL` naming this instance instead of a balancer.

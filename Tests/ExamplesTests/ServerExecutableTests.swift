@@ -46,15 +46,30 @@ struct ServerExecutableTests {
         )
         #expect(try await manifest.finish() == 64)
         #expect(manifest.errors.withLock { $0 }.hasPrefix("error: the manifest missing.yaml does not exist"))
-        #expect(!FileManager.default.fileExists(atPath: database))
+        // A manifest that is there but cannot be used fails after the start has taken the
+        // database's lock: a configuration error (78), and what the start created goes again.
+        let unusable = directory.appendingPathComponent("unusable.yaml")
+        try Data("authenticators:\n  - id: pin\n    type: no.such.plugin\n".utf8).write(to: unusable)
+        let refused = try Session(
+            ["--manifest", unusable.path, "--database", database, "--port", "0"],
+            binary: "gatehouse-server"
+        )
+        #expect(try await refused.finish() == 78)
+        #expect(refused.errors.withLock { $0 }.contains("no.such.plugin"), "\(refused.errors.withLock { $0 })")
+        for leftover in ["", "-wal", "-shm", ".lock"] {
+            #expect(!FileManager.default.fileExists(atPath: database + leftover), "\(database + leftover)")
+        }
     }
 
-    @Test("it serves the example manifest as gatehouse serve does, and SIGTERM ends it with status 0")
+    @Test(
+        "it serves the example manifest as gatehouse serve does, takes a command line written for serve, and SIGTERM ends it with status 0"
+    )
     func serves() async throws {
         let directory = try scratchDirectory("gatehouse-server-serves")
         defer { try? FileManager.default.removeItem(at: directory) }
+        // As a unit or a container written for `gatehouse serve` starts it: a leading `serve`.
         let server = try Session(
-            ["--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0"],
+            ["serve", "--database", directory.appendingPathComponent("server.sqlite").path, "--port", "0"],
             binary: "gatehouse-server"
         )
         defer { if server.process.isRunning { server.process.terminate() } }
@@ -78,7 +93,7 @@ struct ServerExecutableTests {
         #expect(try await server.finish(within: 30) == 0, "\(server.errors.withLock { $0 })")
     }
 
-    @Test("its binary links neither FoundationNetworking nor libcurl: nothing of the client SDK")
+    @Test("its binary links neither FoundationNetworking nor libcurl, and holds nothing of the client SDK")
     func noClientLibraries() async throws {
         let readelf = try #require(
             ["/usr/bin/readelf", "/bin/readelf"].first { FileManager.default.isExecutableFile(atPath: $0) },
@@ -90,12 +105,22 @@ struct ServerExecutableTests {
         let libraries = needed.outputText.split(separator: "\n").filter { $0.contains("(NEEDED)") }
         #expect(libraries.contains { $0.contains("libFoundation") }, "\(libraries)")
         #expect(!libraries.contains { $0.contains("FoundationNetworking") || $0.contains("curl") }, "\(libraries)")
-        // The check can tell: the full command line does link them.
-        let gatehouse = try await ChildProcess.run(
+        // Nor, linked statically, any symbol of the SDK's module (GatehouseClient's mangled prefix).
+        let symbols = try await ChildProcess.run(
             URL(fileURLWithPath: readelf),
-            arguments: ["-d", try binary("gatehouse").path]
+            arguments: ["-Ws", "--wide", server.path]
         )
-        #expect(gatehouse.outputText.contains("libFoundationNetworking"))
+        #expect(symbols.status == 0 && symbols.output.count > 100_000)
+        #expect(!symbols.outputText.contains("15GatehouseClient"))
+        // The checks can tell: the full command line has both.
+        let gatehouse = try binary("gatehouse").path
+        let full = try await ChildProcess.run(URL(fileURLWithPath: readelf), arguments: ["-d", gatehouse])
+        #expect(full.outputText.contains("libFoundationNetworking"))
+        let fullSymbols = try await ChildProcess.run(
+            URL(fileURLWithPath: readelf),
+            arguments: ["-Ws", "--wide", gatehouse]
+        )
+        #expect(fullSymbols.outputText.contains("15GatehouseClient"))
     }
 
     /// The OPTIONS section of a `--help` text.

@@ -297,7 +297,7 @@ func withConsoleStorage(_ body: (ServerStorage, URL) async throws -> Void) async
         let schema = try await cluster.makeSchema("console")
         database = try ServerDatabase(cluster.url(schema: schema, pool: 4))
         cleanUp = {
-            try? cluster.dropSchema(schema)
+            try? cluster.dropSchemaBlocking(schema)
             try? FileManager.default.removeItem(at: directory)
         }
     } else {

@@ -15,7 +15,7 @@ func withLoginStorage(_ body: (ServerStorage) async throws -> Void) async throws
         let cluster = try await PostgresTestCluster.shared()
         let schema = try await cluster.makeSchema("login")
         database = try ServerDatabase(cluster.url(schema: schema, pool: 4))
-        cleanUp = { try? cluster.dropSchema(schema) }
+        cleanUp = { try? cluster.dropSchemaBlocking(schema) }
     } else {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-login-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

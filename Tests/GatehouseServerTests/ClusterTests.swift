@@ -177,11 +177,11 @@ func withCluster(
         }
     } catch {
         for server in servers { await server.shutdown() }
-        try? cluster.dropSchema(schema)
+        try? await cluster.dropSchema(schema)
         throw error
     }
     for server in servers { await server.shutdown() }
-    try cluster.dropSchema(schema)
+    try await cluster.dropSchema(schema)
 }
 
 /// A registered user's session whose access token `instances` have each answered once (and kept),

@@ -50,7 +50,7 @@ private func withLoginCluster(
     func shutDown() async {
         for server in servers { await server.shutdown() }
         for storage in storages { await storage.shutdown() }
-        try? cluster.dropSchema(schema)
+        try? await cluster.dropSchema(schema)
     }
     do {
         for _ in 0..<count {
@@ -198,7 +198,7 @@ struct LoginClusterTests {
     func unavailableIs503() async throws {
         let cluster = try await PostgresTestCluster.shared()
         let schema = try await cluster.makeSchema("loginbusy")
-        defer { try? cluster.dropSchema(schema) }
+        defer { try? cluster.dropSchemaBlocking(schema) }
         let storage = try await ServerStorage.open(
             try ServerDatabase(cluster.url(schema: schema, pool: 2)),
             migrations: [LoginStore.migrations],

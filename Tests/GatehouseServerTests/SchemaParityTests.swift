@@ -107,7 +107,7 @@ struct SchemaParityTests {
     private func postgresSchema(_ groups: [MigrationGroup]) async throws -> [String: TableShape] {
         let cluster = try await PostgresTestCluster.shared()
         let schema = try await cluster.makeSchema("parity")
-        defer { try? cluster.dropSchema(schema) }
+        defer { try? cluster.dropSchemaBlocking(schema) }
         let engine = try await PostgresEngine.open(
             PostgresLocation(url: cluster.url(schema: schema, pool: 1)),
             migrations: ServerSchema.migrations(with: groups),

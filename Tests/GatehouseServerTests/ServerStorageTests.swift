@@ -21,7 +21,7 @@ func withTestDatabase(_ body: (ServerDatabase) async throws -> Void) async throw
     case .postgres:
         let cluster = try await PostgresTestCluster.shared()
         let schema = try await cluster.makeSchema("storage")
-        defer { try? cluster.dropSchema(schema) }
+        defer { try? cluster.dropSchemaBlocking(schema) }
         try await body(try ServerDatabase(cluster.url(schema: schema, pool: 4)))
     }
 }

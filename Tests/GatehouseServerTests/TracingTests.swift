@@ -131,11 +131,15 @@ struct TracingTests {
     @Test("a sample reads the process, the database and the channels, at most once a second")
     func runtimeSample() async throws {
         try await withFixture(.embedded) { fixture in
+            let first = ContinuousClock.now
             await fixture.server.sampleRuntimeMetrics()
-            // Asked again at once, so that a loaded machine cannot put a second between the two.
+            // Asked again at once; a loaded machine may still have put a second between the two
+            // (the first sample's own reads count), and then a second sample is right.
             let recorded = try fixture.metrics.expectGauge("process_open_fds").values.count
             await fixture.server.sampleRuntimeMetrics()
-            #expect(try fixture.metrics.expectGauge("process_open_fds").values.count == recorded)
+            if ContinuousClock.now - first < .milliseconds(900) {
+                #expect(try fixture.metrics.expectGauge("process_open_fds").values.count == recorded)
+            }
             #expect((try fixture.metrics.expectGauge("process_resident_memory_bytes").lastValue ?? 0) > 1_000_000)
             #expect((try fixture.metrics.expectGauge("process_open_fds").lastValue ?? 0) > 0)
             #expect(try fixture.metrics.expectGauge("gatehouse_event_channels_open").lastValue == 0)

@@ -69,7 +69,7 @@ struct TestDatabaseLocation {
 
     /// Drops the PostgreSQL schema; a SQLite file goes with its folder.
     func drop() {
-        if let schema { try? cluster?.dropSchema(schema) }
+        if let schema { try? cluster?.dropSchemaBlocking(schema) }
     }
 }
 
