@@ -62,8 +62,10 @@ struct DatabaseRestartTests {
         )
         #expect(report.acknowledged.count > 50, "too little load to mean anything: \(report)")
         #expect(report.refused > 0, "no 503 at all: the restarts did not meet the load")
-        // Far below the probe's 20 s timeout; a loaded CI machine has taken over 6 s.
-        #expect(report.slowestReady < .seconds(12), "/ready took \(report.slowestReady)")
+        // Below the probe's 20 s timeout (and the 35 s a database call may wait), with room for a
+        // loaded CI machine, which has taken over 6 s (and once 21.7 s, while the test cluster's
+        // restarts still held the test process's threads).
+        #expect(report.slowestReady < .seconds(18), "/ready took \(report.slowestReady)")
         // Acknowledged writes are there, all of them.
         let stored = Set(
             try await database.sql("SELECT id FROM \(schema).clients").split(separator: "\n").map(String.init)
@@ -102,7 +104,8 @@ struct DatabaseRestartTests {
         let readyStarted = ContinuousClock.now
         let status = try await Load.readyOverItsOwnConnection(server.url)
         #expect(status == 503)
-        #expect(ContinuousClock.now - readyStarted < .seconds(4), "/ready must answer within its own deadline")
+        // Its own 2 s deadline, not the 35 s a database call may wait; room for a loaded machine.
+        #expect(ContinuousClock.now - readyStarted < .seconds(15), "/ready must answer within its own deadline")
         let exit = try await Self.terminate(server.session, within: .seconds(10))
         load.stop()
         await workers.value

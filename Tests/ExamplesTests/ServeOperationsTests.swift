@@ -300,7 +300,7 @@ struct ServeOperationsTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let (server, url) = try await startServer(
             in: directory,
-            manifest: ["--request-timeout", "600", "--shutdown-timeout", "60"]
+            manifest: ["--request-timeout", "600", "--shutdown-timeout", "120"]
         )
         defer { server.process.terminate() }
         // A request half-sent keeps the drain waiting.
@@ -311,17 +311,17 @@ struct ServeOperationsTests {
         }
         try await Task.sleep(for: .milliseconds(300))
         kill(server.process.processIdentifier, SIGINT)
-        _ = try await server.waitFor("Draining: no new connections; waiting up to 60 s for open requests.")
+        _ = try await server.waitFor("Draining: no new connections; waiting up to 120 s for open requests.")
         try await Task.sleep(for: .milliseconds(500))
         #expect(server.process.isRunning)
         let clock = ContinuousClock()
         let started = clock.now
         kill(server.process.processIdentifier, SIGINT)
-        for _ in 0..<400 where server.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<1200 where server.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!server.process.isRunning)
-        // "At once": well inside the 60 s the drain would wait, with room for a loaded machine
-        // (the test process itself notices the exit late there; 6 s has been seen).
-        #expect(clock.now - started < .seconds(15))
+        // "At once": well inside the 120 s the drain would wait, with room for a loaded machine
+        // (where the exit has been noticed 6 s and, in CI, 18.8 s after the second Ctrl-C).
+        #expect(clock.now - started < .seconds(45))
         #expect(server.process.terminationStatus == 130)
     }
 }
