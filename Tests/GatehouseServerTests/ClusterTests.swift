@@ -650,8 +650,10 @@ struct ClusterTests {
             }
             let allNoticed = ContinuousClock.now - stalled
             #expect(servers.allSatisfy { !$0.store.activeTokens.isKeeping })
+            // The margin is for a loaded machine's late timers; what it tells apart is a stall
+            // noticed on the heartbeat's beat from one noticed never (the 5 s loop above).
             for took in [noticed, allNoticed] {
-                #expect(took < PostgresEngine.announcementWindow + .milliseconds(500), "\(took)")
+                #expect(took < PostgresEngine.announcementWindow + .milliseconds(1500), "\(took)")
             }
             // Heard again: answers are kept again.
             for pid in listeners { kill(pid_t(pid), SIGCONT) }
