@@ -29,10 +29,7 @@ public enum GatehouseCommandLine {
     /// (``GatehouseServerCommandLine``'s); Ctrl-C during a device command's flow exits 130
     /// without a line about the cancellation.
     static func run(_ arguments: ArraySlice<String>) async {
-        await GatehouseServerCommandLine.run(Gatehouse.self, arguments) { error in
-            if Interruption.isInterrupted { Interruption.exitInterrupted() }
-            return CommandSupport.fail(error)
-        }
+        await GatehouseServerCommandLine.run(Gatehouse.self, arguments, fail: CommandSupport.failAfterInterruption)
     }
 }
 

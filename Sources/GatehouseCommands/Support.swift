@@ -171,9 +171,15 @@ extension CommandSupport {
         } catch let exit as ExitCode {
             throw exit
         } catch {
-            if Interruption.isInterrupted { Interruption.exitInterrupted() }
-            throw fail(error)
+            throw failAfterInterruption(error)
         }
+    }
+
+    /// ``fail(_:)``, except that a failure Ctrl-C caused (a device command's flow cancelled)
+    /// exits 130 without a line about the cancellation.
+    static func failAfterInterruption(_ error: any Error) -> ExitCode {
+        if Interruption.isInterrupted { Interruption.exitInterrupted() }
+        return fail(error)
     }
 
 }
