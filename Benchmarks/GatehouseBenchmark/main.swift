@@ -239,7 +239,7 @@ let ports: [Int]
 // Durable as a production server is (fsync, synchronous commits), unlike the tests' cluster.
 let postgres =
     options.cluster > 0
-    ? try PostgresTestCluster.start(
+    ? try await PostgresTestCluster.start(
         durable: true,
         settings: options.postgresProfile
             ? [
@@ -248,9 +248,9 @@ let postgres =
             ] : []
     ) : nil
 defer { postgres?.stop() }
-if options.postgresProfile, let postgres { try postgres.sql("CREATE EXTENSION pg_stat_statements") }
+if options.postgresProfile, let postgres { try await postgres.sql("CREATE EXTENSION pg_stat_statements") }
 if let cluster = postgres {
-    let url = cluster.url(schema: try cluster.makeSchema("bench"), pool: 16)
+    let url = cluster.url(schema: try await cluster.makeSchema("bench"), pool: 16)
     var started: [(Process, String)] = []
     for index in 0..<options.cluster {
         let (process, url, _) = try startServer(
@@ -347,8 +347,9 @@ if !loadOperations.isEmpty {
                 }
                 let tokensBefore = try await store?.rowCounts([.tokens])[0] ?? 0
                 let serverBefore = serversCPUSeconds()
-                let rollbacksBefore = try postgres.map(rollbacks) ?? 0
-                if options.postgresProfile, let postgres { try postgres.sql("SELECT pg_stat_statements_reset()") }
+                let rollbacksBefore: Int
+                if let postgres { rollbacksBefore = try await rollbacks(postgres) } else { rollbacksBefore = 0 }
+                if options.postgresProfile, let postgres { try await postgres.sql("SELECT pg_stat_statements_reset()") }
                 let writtenBefore = serverWrittenBytes(serve.processIdentifier)
                 let ownBefore = ownCPUSeconds()
                 let started = DispatchTime.now().uptimeNanoseconds
@@ -371,7 +372,7 @@ if !loadOperations.isEmpty {
                 figures.writtenBytes = serverWrittenBytes(serve.processIdentifier) - writtenBefore
                 print(figures.row)
                 if let postgres, figures.operations > 0 {
-                    let rolledBack = try rollbacks(postgres) - rollbacksBefore
+                    let rolledBack = try await rollbacks(postgres) - rollbacksBefore
                     print(
                         String(
                             format:
@@ -382,7 +383,7 @@ if !loadOperations.isEmpty {
                     )
                 }
                 if options.postgresProfile, let postgres, figures.operations > 0 {
-                    try printPostgresProfile(postgres, operations: figures.operations)
+                    try await printPostgresProfile(postgres, operations: figures.operations)
                 }
                 if let error = figures.firstError { print("        first wrong answer: \(error)") }
                 results[operation, default: [:]][target, default: [:]][level] = figures
@@ -470,16 +471,16 @@ if operations.contains("push") || operations.contains("steady") {
 
 /// Transactions PostgreSQL rolled back in the benchmark's database so far: serialization
 /// failures retried by the instances, and refused changes.
-func rollbacks(_ cluster: PostgresTestCluster) throws -> Int {
-    let text = try cluster.sql("SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()")
+func rollbacks(_ cluster: PostgresTestCluster) async throws -> Int {
+    let text = try await cluster.sql("SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()")
     return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
 }
 
 /// What PostgreSQL spent its time on during a row, from pg_stat_statements: the costliest
 /// statements with their calls, planning and execution per operation (a function's statements
 /// are listed under it, indented by their nesting in the report's order of cost).
-func printPostgresProfile(_ cluster: PostgresTestCluster, operations: Int) throws {
-    let text = try cluster.sql(
+func printPostgresProfile(_ cluster: PostgresTestCluster, operations: Int) async throws {
+    let text = try await cluster.sql(
         """
         SELECT calls, total_plan_time, total_exec_time, toplevel, regexp_replace(query, '\\s+', ' ', 'g')
         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
