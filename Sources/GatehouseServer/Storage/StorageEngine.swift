@@ -29,7 +29,7 @@ public enum ServerDatabase: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A PostgreSQL database and how to reach it, from a URL:
-/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require&pool=N&schema=NAME]`.
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require&pool=N&schema=NAME&prepared=N]`.
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// The server's host name or address.
     public var host: String
@@ -49,11 +49,15 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var poolSize: Int
     /// The schema the tables live in (it must exist); nil for the user's default search path.
     public var schema: String?
+    /// Named statements each connection keeps prepared (parsed and planned once, run again and
+    /// again), default 256; 0 for none, behind a pooler that hands a session's transactions to
+    /// different server connections (PgBouncer's transaction mode before 1.21).
+    public var preparedStatements: Int
 
     /// Reads a `postgres://` URL. TLS is on (`sslmode=require`, `verify-full` alike) unless
     /// `sslmode=disable`; `pool` is 1–512 (default 16). Throws a ``ServerDatabaseError`` when the
     /// URL names no host, user or database, or has any other option; the message never shows the
-    /// password.
+    /// password. `prepared` is 0–4096 (``preparedStatements``).
     public init(url text: String) throws {
         guard let components = URLComponents(string: text), let host = components.host, !host.isEmpty else {
             throw ServerDatabaseError("\(Self.redacted(text)) is not a postgres://user@host/database URL")
@@ -72,6 +76,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         database = name
         requireTLS = true
         poolSize = 16
+        preparedStatements = 256
         for item in components.queryItems ?? [] {
             switch (item.name, item.value) {
             case ("sslmode", "disable"): requireTLS = false
@@ -86,9 +91,17 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
                     throw ServerDatabaseError("pool=\(value): the pool size is a number from 1 to 512")
                 }
                 poolSize = size
+            case ("prepared", let value?):
+                guard let count = Int(value), (0...4096).contains(count) else {
+                    throw ServerDatabaseError(
+                        "prepared=\(value): the prepared statements a connection keeps are a number from 0 to 4096"
+                    )
+                }
+                preparedStatements = count
             default:
                 throw ServerDatabaseError(
-                    "\(item.name)=\(item.value ?? ""): the URL takes sslmode=disable|require, pool=N and schema=NAME only"
+                    "\(item.name)=\(item.value ?? ""): the URL takes sslmode=disable|require, pool=N, schema=NAME "
+                        + "and prepared=N only"
                 )
             }
         }

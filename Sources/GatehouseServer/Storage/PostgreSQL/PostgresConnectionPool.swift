@@ -32,6 +32,8 @@ final class PostgresConnectionPool: Sendable {
     let size: Int
     /// Calls running on a thread with a connection now.
     private let busy = Atomic<Int>(0)
+    /// What the connections' prepared statements answer to.
+    private let statementCache: PreparedStatements.Policy
 
     /// What the pool is doing now, for the metrics.
     struct Statistics: Sendable {
@@ -56,9 +58,10 @@ final class PostgresConnectionPool: Sendable {
         )
     }
 
-    init(configuration: PostgresConnection.Configuration, size: Int, logger: Logger) {
+    init(configuration: PostgresConnection.Configuration, size: Int, preparedStatements: Int, logger: Logger) {
         self.configuration = configuration
         self.size = size
+        statementCache = PreparedStatements.Policy(limit: preparedStatements)
         eventLoops = MultiThreadedEventLoopGroup.singleton
         threads = NIOThreadPool(numberOfThreads: size)
         self.logger = logger
@@ -117,13 +120,16 @@ final class PostgresConnectionPool: Sendable {
 
     /// An idle connection the database dropped meanwhile (a restart, an idle timeout) is found
     /// out by the transaction's first statement, before anything ran: `body` then runs once
-    /// more on a new connection.
+    /// more on a new connection. So does a body whose prepared statements another instance's
+    /// migration changed the results of (it failed, so nothing of it stays).
     private func withConnection<T>(
         for call: PoolCall<T>,
         deadline: NIODeadline,
         _ body: (PooledConnection, NIODeadline) throws -> T
     ) throws -> T {
         do {
+            return try withLeasedConnection(for: call, deadline: deadline, body)
+        } catch is StalePreparedStatements {
             return try withLeasedConnection(for: call, deadline: deadline, body)
         } catch is StaleConnection {
             do {
@@ -147,7 +153,15 @@ final class PostgresConnectionPool: Sendable {
             idle.withLock { $0.append(leased) }
             throw DatabaseUnavailable(.stopping)
         }
-        let result = Result { try body(leased, deadline) }
+        leased.arm(until: deadline)
+        var result = Result { () throws -> T in
+            try leased.statements.forgetIfStale(on: leased, logger: logger, until: deadline)
+            return try body(leased, deadline)
+        }
+        leased.disarm()
+        // A statement's results changed under it (and the body may have gone on to fail in
+        // its aborted transaction): the body runs again, with statements prepared afresh.
+        if case .failure = result, leased.statements.takeStaleFinding() { result = .failure(StalePreparedStatements()) }
         // Released before it is handed on: a cancellation that came first may be abandoning it,
         // and one that comes later no longer can (it would end another call's statement).
         let reusable = call.release() && !leased.isClosed
@@ -179,7 +193,10 @@ final class PostgresConnectionPool: Sendable {
         if !call.waits(abort: abort) { abort() }
         defer { call.release() }
         do {
-            return PooledConnection(try PooledConnection.wait(for: opened.futureResult, until: deadline))
+            return PooledConnection(
+                try PooledConnection.wait(for: opened.futureResult, until: deadline),
+                statements: statementCache
+            )
         } catch let error as DatabaseUnavailable {
             // Opened after all, too late: nobody will use it.
             opening.whenSuccess { connection in connection.close().whenComplete { _ in _ = connection } }
@@ -188,17 +205,25 @@ final class PostgresConnectionPool: Sendable {
     }
 }
 
-/// A connection of the pool. A statement waits for its answer at most until its deadline, and
-/// no longer than the connection lives: its close fails the wait at once (NIO drops a query
-/// written to a closed channel without ever answering it).
+/// A connection of the pool. A statement waits for its answer at most until the deadline of the
+/// call holding the connection, and no longer than the connection lives: its close fails the
+/// wait at once (NIO drops a query written to a closed channel without ever answering it).
 final class PooledConnection: Sendable {
     let connection: PostgresConnection
+    /// The named statements prepared on it.
+    let statements: PreparedStatements
     /// Fails the statement waiting on this connection, if one is.
     private let waiting = Mutex<(@Sendable (any Error) -> Void)?>(nil)
     private let discarded = Atomic(false)
+    /// The holding call's deadline passed: every statement from now on has timed out.
+    private let expired = Atomic(false)
+    /// One timer for the holding call's deadline, not one for each statement: each timer is a
+    /// hand-over to the event loop and back.
+    private let deadlineTimer = Mutex<Scheduled<Void>?>(nil)
 
-    init(_ connection: PostgresConnection) {
+    init(_ connection: PostgresConnection, statements policy: PreparedStatements.Policy) {
         self.connection = connection
+        statements = PreparedStatements(policy)
         connection.closeFuture.whenComplete { [weak self] _ in
             self?.waiting.withLock { $0 }?(DatabaseUnavailable(.connectionLost))
         }
@@ -222,23 +247,43 @@ final class PooledConnection: Sendable {
         close()
     }
 
-    /// Runs `query` and waits for its answer until `deadline`. When the deadline passes first,
-    /// the statement's fate is unknown: the connection is closed, so PostgreSQL ends its
+    /// From now until ``disarm()``, statements end at `deadline`. When it passes first, the
+    /// running statement's fate is unknown: the connection is closed, so PostgreSQL ends its
     /// transaction and nobody reuses it mid-statement.
-    func query(_ query: PostgresQuery, logger: Logger, until deadline: NIODeadline) throws -> PostgresQueryResult {
+    func arm(until deadline: NIODeadline) {
+        guard deadline != .distantFuture else { return }
+        let timer = connection.eventLoop.scheduleTask(deadline: deadline) { [weak self] () -> Void in self?.expire() }
+        deadlineTimer.withLock { $0 = timer }
+    }
+
+    func disarm() {
+        deadlineTimer.withLock { timer in
+            defer { timer = nil }
+            return timer
+        }?.cancel()
+    }
+
+    private func expire() {
+        expired.store(true, ordering: .sequentiallyConsistent)
+        waiting.withLock { $0 }?(DatabaseUnavailable(.timedOut))
+        close()
+    }
+
+    /// Runs `query` and waits for its answer, until the holding call's deadline (``arm(until:)``).
+    func query(_ query: PostgresQuery, logger: Logger) throws -> PostgresQueryResult {
+        guard !expired.load(ordering: .sequentiallyConsistent) else { throw DatabaseUnavailable(.timedOut) }
         guard !isClosed else { throw DatabaseUnavailable(.connectionLost) }
         let answer = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
         waiting.withLock { $0 = { answer.fail($0) } }
         defer { waiting.withLock { $0 = nil } }
-        // Closed or abandoned before the waiter was in place: nobody was there to be told.
-        if isClosed { answer.fail(DatabaseUnavailable(.connectionLost)) }
-        connection.query(query, logger: logger).cascade(to: answer)
-        do {
-            return try Self.wait(for: answer.futureResult, until: deadline)
-        } catch let error as DatabaseUnavailable where error.reason == .timedOut {
-            close()
-            throw error
+        // Expired or closed before the waiter was in place: nobody was there to be told.
+        if expired.load(ordering: .sequentiallyConsistent) {
+            answer.fail(DatabaseUnavailable(.timedOut))
+        } else if isClosed {
+            answer.fail(DatabaseUnavailable(.connectionLost))
         }
+        connection.query(query, logger: logger).cascade(to: answer)
+        return try answer.futureResult.wait()
     }
 
     /// Waits for `future` on this (non-event-loop) thread, at most until `deadline`.

@@ -12,7 +12,8 @@ import Synchronization
 /// The store's changes are synchronous closures (the same ones SQLite runs), so each runs on a
 /// thread of the engine's ``PostgresConnectionPool``, which owns one connection while it runs and
 /// waits for each statement's answer, never past the call's deadline nor the connection's life;
-/// the pool has as many threads as connections. Changes run `READ
+/// the pool has as many threads as connections. Statements are prepared once per connection
+/// (``PreparedStatements``). Changes run `READ
 /// COMMITTED`: each statement sees what was committed before it, and a change that decides from
 /// what it read locks those rows first (`SQLDialect.lockingRows`, ``ServerStore/lockProfile``),
 /// so changes about one profile, family or delivery run one after the other while unrelated
@@ -72,6 +73,8 @@ final class PostgresEngine: StorageEngine {
         configuration.options.additionalStartupParameters = [
             ("application_name", "gatehouse"), ("lock_timeout", "10s"), ("statement_timeout", "30s"),
             ("idle_in_transaction_session_timeout", "60s"),
+            // Prepared statements' arguments are quoted literals (PreparedStatements.literal).
+            ("standard_conforming_strings", "on"),
         ]
         if let schema = location.schema {
             configuration.options.additionalStartupParameters.append(("search_path", schema))
@@ -79,7 +82,12 @@ final class PostgresEngine: StorageEngine {
         self.configuration = configuration
         channel = location.schema.map { "gatehouse_\($0)" } ?? "gatehouse"
         eventLoops = MultiThreadedEventLoopGroup.singleton
-        pool = PostgresConnectionPool(configuration: configuration, size: location.poolSize, logger: logger)
+        pool = PostgresConnectionPool(
+            configuration: configuration,
+            size: location.poolSize,
+            preparedStatements: location.preparedStatements,
+            logger: logger
+        )
         self.logger = logger
     }
 
@@ -105,24 +113,23 @@ final class PostgresEngine: StorageEngine {
     }
 
     func write<T: Sendable>(_ change: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await explainingFailures { try await self.onPool { try self.run(change, on: $0, until: $1) } }
+        try await explainingFailures { try await self.onPool { connection, _ in try self.run(change, on: connection) } }
     }
 
     /// The connection pool's size and use now, for the metrics.
     var poolStatistics: PostgresConnectionPool.Statistics { pool.statistics }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await explainingFailures { try await self.onPool { try self.look(body, on: $0, until: $1) } }
+        try await explainingFailures { try await self.onPool { connection, _ in try self.look(body, on: connection) } }
     }
 
     func readStatement<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await explainingFailures {
-            try await self.onPool { [logger] connection, deadline in
+            try await self.onPool { [logger] connection, _ in
                 // A lookup may always run again: a connection found lost is the pool's to replace.
                 guard !connection.isClosed else { throw StaleConnection() }
                 let session = PostgresSession(
                     connection,
-                    deadline: deadline,
                     logger: logger,
                     announcing: nil,
                     statementLimit: 1
@@ -144,14 +151,12 @@ final class PostgresEngine: StorageEngine {
     /// A change in its transaction, run again from the start after a deadlock.
     private func run<T>(
         _ change: (any SQLSession) throws -> T,
-        on connection: PooledConnection,
-        until deadline: NIODeadline
+        on connection: PooledConnection
     ) throws -> T {
         var attempt = 1
         while true {
             let session = PostgresSession(
                 connection,
-                deadline: deadline,
                 logger: logger,
                 announcing: (channel, instanceID, { [weak self] message in self?.hear(.message(message)) })
             )
@@ -202,10 +207,10 @@ final class PostgresEngine: StorageEngine {
         let statement =
             "SELECT * FROM \(function)(\(Array(repeating: "?", count: arguments.values.count).joined(separator: ", ")))"
         let outcome = try await explainingFailures { [arguments] in
-            try await self.onPool { [logger] connection, deadline -> ChangeCall in
+            try await self.onPool { [logger] connection, _ -> ChangeCall in
                 // A connection found closed before the call is sent: another one, as BEGIN would.
                 guard !connection.isClosed else { throw StaleConnection() }
-                let session = PostgresSession(connection, deadline: deadline, logger: logger, announcing: nil)
+                let session = PostgresSession(connection, logger: logger, announcing: nil)
                 var attempt = 1
                 while true {
                     do {
@@ -239,10 +244,9 @@ final class PostgresEngine: StorageEngine {
     /// A lookup in one snapshot, as SQLite's reads have.
     private func look<T>(
         _ body: (any SQLSession) throws -> T,
-        on connection: PooledConnection,
-        until deadline: NIODeadline
+        on connection: PooledConnection
     ) throws -> T {
-        let session = PostgresSession(connection, deadline: deadline, logger: logger, announcing: nil)
+        let session = PostgresSession(connection, logger: logger, announcing: nil)
         do {
             try session.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let value = try body(session)
@@ -384,8 +388,8 @@ final class PostgresEngine: StorageEngine {
                 try? await Task.sleep(for: Self.heartbeatInterval)
                 guard let self else { return }
                 let payload = instanceID + " heartbeat \(DispatchTime.now().uptimeNanoseconds)"
-                _ = try? await self.onPool { connection, deadline in
-                    let session = PostgresSession(connection, deadline: deadline, logger: self.logger, announcing: nil)
+                _ = try? await self.onPool { connection, _ in
+                    let session = PostgresSession(connection, logger: self.logger, announcing: nil)
                     try session.execute(sql: "SELECT pg_notify(?, ?)", arguments: [channel, payload])
                 }
             }

@@ -60,7 +60,7 @@ extension PostgresSession {
         if isUnavailable(error) {
             return StoreRefusal.busy("The server's database is busy or unreachable; try again.")
         }
-        return PostgresSessionError(description: describe(error))
+        return PostgresSessionError(reason: reason(error))
     }
 
     /// What went wrong, for an operator: the server's message and SQLSTATE, or (the server never
@@ -74,6 +74,8 @@ extension PostgresSession {
         switch error {
         case let error as ServerDatabaseError:
             return error.description
+        case let error as PostgresSessionError:
+            return error.reason
         case let error as PSQLError:
             if let message = error.serverInfo?[.message] {
                 let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
@@ -141,6 +143,13 @@ extension PostgresSession {
 /// A pooled connection that was closed before its transaction began.
 struct StaleConnection: Error {}
 
+/// A database failure the server cannot do more about than tell: ``PostgresSession/reason(_:)``.
 struct PostgresSessionError: Error, CustomStringConvertible {
-    var description: String
+    var reason: String
+    var description: String { "PostgreSQL: \(reason)" }
 }
+
+/// A statement's results changed under its prepared plan (another instance's migration altered
+/// a table it reads): the call failed, changed nothing, and runs again with statements prepared
+/// afresh.
+struct StalePreparedStatements: Error {}

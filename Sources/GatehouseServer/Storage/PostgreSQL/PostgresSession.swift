@@ -9,9 +9,8 @@ import Synchronization
 
 /// A change or lookup's transaction on one connection, on the engine's pool thread.
 final class PostgresSession: SQLSession {
+    /// Its statements end at the deadline of the call holding it (``PooledConnection/arm(until:)``).
     private let connection: PooledConnection
-    /// When the call this transaction belongs to must have its answer.
-    private let deadline: NIODeadline
     private let logger: Logger
     /// Where announcements go, the instance's id and its own subscribers, in a change; nil in a lookup.
     private let announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?
@@ -24,14 +23,12 @@ final class PostgresSession: SQLSession {
 
     init(
         _ connection: PooledConnection,
-        deadline: NIODeadline,
         logger: Logger,
         announcing: (channel: String, instanceID: String, hearOwn: @Sendable (String) -> Void)?,
         statementLimit: Int? = nil
     ) {
         self.statementLimit = statementLimit
         self.connection = connection
-        self.deadline = deadline
         self.logger = logger
         self.announcing = announcing
     }
@@ -102,6 +99,24 @@ final class PostgresSession: SQLSession {
         if let statementLimit, statementsRun > statementLimit {
             throw ServerDatabaseError("A lookup outside a transaction ran more than \(statementLimit) statement(s).")
         }
+        do {
+            let query =
+                switch try connection.statements.form(of: sql, arguments, on: connection, logger: logger) {
+                case .named(let name): PostgresQuery(unsafeSQL: PreparedStatements.execute(name, arguments))
+                case .unnamed(let numbered): PostgresQuery(unsafeSQL: numbered, binds: Self.bindings(arguments))
+                }
+            let result = try connection.query(query, logger: logger)
+            changesCount = result.metadata.rows ?? 0
+            return result
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            throw UniqueConstraintViolation(detail: error.serverInfo?[.message] ?? "unique_violation")
+        } catch let error as PSQLError {
+            connection.statements.failed(with: error)
+            throw error
+        }
+    }
+
+    private static func bindings(_ arguments: SQLArguments) -> PostgresBindings {
         var binds = PostgresBindings(capacity: arguments.values.count)
         for value in arguments.values {
             switch value {
@@ -113,14 +128,7 @@ final class PostgresSession: SQLSession {
             case .bool(let bool): binds.append(bool)
             }
         }
-        let query = PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: binds)
-        do {
-            let result = try connection.query(query, logger: logger, until: deadline)
-            changesCount = result.metadata.rows ?? 0
-            return result
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-            throw UniqueConstraintViolation(detail: error.serverInfo?[.message] ?? "unique_violation")
-        }
+        return binds
     }
 
     /// `?` becomes `$1`, `$2`, … outside quoted text and identifiers.
