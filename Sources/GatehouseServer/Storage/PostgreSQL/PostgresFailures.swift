@@ -49,6 +49,10 @@ extension PostgresSession {
                 : "The server's database is busy or unreachable; try again."
             return StoreRefusal.busy(message)
         }
+        // Tables altered twice under one call (two migrations at once): the next call prepares afresh.
+        if error is StalePreparedStatements {
+            return StoreRefusal.busy("The server's database tables changed; try again.")
+        }
         // The connection's channel failed underneath postgres-nio (reset, closed mid-write).
         if error is ChannelError || error is IOError {
             return StoreRefusal.busy("The server's database is unreachable; try again.")
