@@ -71,6 +71,14 @@ struct Options: ParsableCommand {
     var postgresProfile = false
 
     @Option(
+        help: """
+            With --cluster: statements each connection keeps prepared (the database URL's prepared=N; \
+            0 sends every statement unnamed, to measure what preparing them buys).
+            """
+    )
+    var prepared = 256
+
+    @Option(
         help: "introspect, validate, refresh, pin, startup, push and/or steady, comma-separated.",
         transform: Options.names
     )
@@ -90,6 +98,7 @@ struct Options: ParsableCommand {
         }
         guard (0...16).contains(cluster) else { throw ValidationError("--cluster takes 0 to 16 instances") }
         if postgresProfile, cluster == 0 { throw ValidationError("--postgres-profile needs --cluster") }
+        guard (0...4096).contains(prepared) else { throw ValidationError("--prepared takes 0 to 4096") }
         if cluster > 0 {
             guard operations.allSatisfy(Options.loadOperations.contains) else {
                 throw ValidationError("--cluster measures \(Options.loadOperations.joined(separator: ", ")) only")
@@ -250,7 +259,7 @@ let postgres =
 defer { postgres?.stop() }
 if options.postgresProfile, let postgres { try await postgres.sql("CREATE EXTENSION pg_stat_statements") }
 if let cluster = postgres {
-    let url = cluster.url(schema: try await cluster.makeSchema("bench"), pool: 16)
+    let url = cluster.url(schema: try await cluster.makeSchema("bench"), pool: 16) + "&prepared=\(options.prepared)"
     var started: [(Process, String)] = []
     for index in 0..<options.cluster {
         let (process, url, _) = try startServer(
