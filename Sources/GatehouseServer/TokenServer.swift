@@ -52,6 +52,10 @@ public final class TokenServer: Sendable {
     let clientAuthenticationLimit: SharedRateLimit
     /// Credentials that passed lately, and addresses locked out, at this instance.
     let clientAuthentications: ClientAuthenticationMemory
+    /// The resource servers', admin clients' and portal API clients' Basic credentials.
+    let resourceServerCredentials: BasicCredentialSet
+    let adminCredentials: BasicCredentialSet
+    let portalCredentials: BasicCredentialSet
     /// Where the transport serving this server listens, when `server.publicURL` is not set.
     private let servedAt = Mutex<String?>(nil)
 
@@ -161,6 +165,9 @@ public final class TokenServer: Sendable {
             perMinute: configuration.clientAuthenticationFailuresPerMinute,
             burst: configuration.clientAuthenticationFailuresPerMinute
         )
+        resourceServerCredentials = BasicCredentialSet(configuration.resourceServers.map { ($0.id, $0.secret) })
+        adminCredentials = BasicCredentialSet(configuration.admin.clients.map { ($0.id, $0.secret) })
+        portalCredentials = BasicCredentialSet(configuration.mobileAuth?.apiClients.map { ($0.id, $0.secret) } ?? [])
         clientAuthentications = ClientAuthenticationMemory { [clock = environment.clock] in
             clock.now.timeIntervalSince1970
         }

@@ -43,7 +43,7 @@ struct PreparedStatementTests {
         "ünïcødé 🔐", "tab\tnew\nline", String(repeating: "'\\", count: 300),
     ]
     private static let integers: [Int64] = [0, 1, -1, 42, .max, .min, Int64(Int32.max) + 1]
-    private static let doubles: [Double] = [0, -0.0, 0.1, -2.5, 1e308, 5e-324, .infinity, -.infinity, .pi]
+    private static let doubles: [Double] = [0, -0.0, 0.1, -2.5, .greatestFiniteMagnitude, .leastNonzeroMagnitude, 1e-300, .infinity, -.infinity, .pi]
     private static let blobs = [Data(), Data([0]), Data([0x27, 0x5C]), Data(0...255)]
 
     @Test("every value binds as given: quotes, backslashes, extremes, bytes, NULL")

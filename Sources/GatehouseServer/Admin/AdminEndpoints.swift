@@ -14,7 +14,7 @@ extension TokenServer {
         let clients = configuration.admin.clients
         let index = try await basicCredential(
             request,
-            among: clients.map { ($0.id, $0.secret) },
+            among: adminCredentials,
             formEncoded: true,
             refusal: ServerError(401, "invalid_client", "The admin client's id or secret is not right.")
         )

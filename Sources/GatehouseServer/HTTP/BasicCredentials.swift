@@ -4,6 +4,28 @@ import GatehouseKernel
 import GatehouseProtocol
 import Logging
 
+/// Configured HTTP Basic credentials with their SHA-256 digests, made once when the server
+/// starts rather than on every request (they were a tenth of an introspection's CPU).
+struct BasicCredentialSet: Sendable {
+    struct Credential: Sendable {
+        var id: String
+        var idDigest: Data
+        var secretDigest: Data
+    }
+
+    let credentials: [Credential]
+
+    init(_ pairs: [(id: String, secret: String)]) {
+        credentials = pairs.map {
+            Credential(
+                id: $0.id,
+                idDigest: Data(SHA256.hash(data: Data($0.id.utf8))),
+                secretDigest: Data(SHA256.hash(data: Data($0.secret.utf8)))
+            )
+        }
+    }
+}
+
 extension TokenServer {
     /// The position in `credentials` of the id and secret the request's `Authorization: Basic`
     /// header carries; throws `refusal` when it carries none that match. Every configured pair is
@@ -29,14 +51,14 @@ extension TokenServer {
     /// says what to send.
     func basicCredential(
         _ request: WireRequest,
-        among credentials: [(id: String, secret: String)],
+        among configured: BasicCredentialSet,
         formEncoded: Bool,
         refusal: ServerError
     ) async throws -> Int {
         guard let header = request.header("Authorization"), header.utf8.count <= 1024,
             header.utf8.prefix(5).map({ $0 | 0x20 }).elementsEqual("basic".utf8),
             header.utf8.dropFirst(5).first == UInt8(ascii: " "),
-            let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+            let decoded = Data(base64Encoded: Self.trimmingSpaces(header.utf8.dropFirst(6))),
             let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { throw refusal }
         // Form encoding: `+` is a space, `%XX` a byte.
@@ -53,9 +75,9 @@ extension TokenServer {
         let secretDigest = Data(SHA256.hash(data: Data(secret.utf8)))
         var found: Int?
         var named: Int?
-        for (index, credential) in credentials.enumerated() {
-            let idMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(credential.id.utf8))), idDigest)
-            let secretMatches = ConstantTime.equals(Data(SHA256.hash(data: Data(credential.secret.utf8))), secretDigest)
+        for (index, credential) in configured.credentials.enumerated() {
+            let idMatches = ConstantTime.equals(credential.idDigest, idDigest)
+            let secretMatches = ConstantTime.equals(credential.secretDigest, secretDigest)
             if idMatches { named = index }
             if idMatches && secretMatches { found = index }
         }
@@ -67,7 +89,7 @@ extension TokenServer {
         }
         let endpoint = endpointLabel(request.path)
         // The id only when it is a configured one: the rest is the sender's text.
-        let client = named.map { credentials[$0].id } ?? "unknown"
+        let client = named.map { configured.credentials[$0].id } ?? "unknown"
         let wait: Int?
         do {
             wait = try await countPresentedSecret(
@@ -145,6 +167,14 @@ extension TokenServer {
         }
         if let locked, let address { clientAuthentications.lock(address, until: now + Double(locked)) }
         return refused
+    }
+
+    /// The header's value without the spaces and tabs around it, as text.
+    private static func trimmingSpaces(_ bytes: Substring.UTF8View.SubSequence) -> String {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
+        let end = bytes[start...].lastIndex { !isSpace($0) }.map { bytes.index(after: $0) } ?? start
+        return String(Substring(bytes[start..<end]))
     }
 
     private func rateLimited(_ seconds: Int) -> ServerError {

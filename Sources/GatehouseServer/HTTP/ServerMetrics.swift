@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import GatehouseKernel
 import Logging
+import Synchronization
 
 /// What the server counts and times, through swift-metrics: `serve` exports it in the
 /// Prometheus format at `/metrics`; an app embedding the server bootstraps its own backend.
@@ -11,6 +12,20 @@ struct ServerMetrics: Sendable {
     let factory: any MetricsFactory
     /// The process, database, outbox and channel figures a scrape reads.
     let runtime: RuntimeMetrics
+    /// Each request series' counter and timer, made once: asking the factory for them on every
+    /// request (it checks the name and finds the series under its lock) cost more than counting.
+    /// The label values come from closed sets, so this stays small.
+    private let requestSeries = RequestSeriesHandlers()
+
+    private final class RequestSeriesHandlers: Sendable {
+        let known = Mutex<[RequestSeries: (CoreMetrics.Counter, CoreMetrics.Timer)]>([:])
+    }
+
+    private struct RequestSeries: Hashable {
+        var endpoint: String
+        var method: String
+        var status: Int
+    }
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -34,16 +49,26 @@ struct ServerMetrics: Sendable {
     /// One answered request: counted by endpoint template, method and status, timed by endpoint.
     func request(endpoint: String, method: String, status: Int, duration: Duration) {
         let method = Self.knownMethods.contains(method) ? method : "other"
-        Counter(
-            label: "gatehouse_http_requests_total",
-            dimensions: [("endpoint", endpoint), ("method", method), ("status", String(status))],
-            factory: factory
-        ).increment()
-        Timer(
-            label: "gatehouse_http_request_duration_seconds",
-            dimensions: [("endpoint", endpoint)],
-            factory: factory
-        ).recordNanoseconds(duration.nanoseconds)
+        let series = RequestSeries(endpoint: endpoint, method: method, status: status)
+        let (counter, timer) = requestSeries.known.withLock { known in
+            if let handlers = known[series] { return handlers }
+            let handlers = (
+                Counter(
+                    label: "gatehouse_http_requests_total",
+                    dimensions: [("endpoint", endpoint), ("method", method), ("status", String(status))],
+                    factory: factory
+                ),
+                Timer(
+                    label: "gatehouse_http_request_duration_seconds",
+                    dimensions: [("endpoint", endpoint)],
+                    factory: factory
+                )
+            )
+            known[series] = handlers
+            return handlers
+        }
+        counter.increment()
+        timer.recordNanoseconds(duration.nanoseconds)
     }
 
     /// A flow step's result: `completed`, `continued` or `refused` (with the error's code name).

@@ -17,7 +17,7 @@ extension TokenServer {
     ) async throws -> MobileAuthConfiguration.APIClient {
         let index = try await basicCredential(
             request,
-            among: mobileAuth.apiClients.map { ($0.id, $0.secret) },
+            among: portalCredentials,
             formEncoded: false,
             refusal: ServerError(
                 401,

@@ -140,7 +140,11 @@ extension TokenServer: TokenIntrospecting {
         let body = try decodeBody(IntrospectionRequest.self, request, oauth: true)
         let answer = try await introspect(body.token)
         logger.trace("Introspected", metadata: ["resourceServer": "\(resourceServer)", "active": "\(answer.active)"])
-        return try json(answer)
+        return WireResponse(
+            status: 200,
+            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+            body: answer.wireJSON
+        )
     }
 
     /// What introspection reports of `token` now, for a resource server in the same process.
@@ -156,7 +160,7 @@ extension TokenServer: TokenIntrospecting {
         let servers = configuration.resourceServers
         let index = try await basicCredential(
             request,
-            among: servers.map { ($0.id, $0.secret) },
+            among: resourceServerCredentials,
             formEncoded: true,
             refusal: ServerError(
                 401,
