@@ -361,62 +361,66 @@ extension IntrospectionResponse {
         json.string("scope", scope)
         json.string("sub", sub)
         json.string("token_type", tokenType)
-        return Data(json.finished.utf8)
+        return Data(json.finished)
     }
 }
 
 /// Writes one JSON object, its members in the order given (the caller sorts them), strings
 /// escaped as Foundation's `JSONEncoder` escapes them.
 struct JSONObjectWriter {
-    private var text = "{"
+    private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var empty = true
 
-    var finished: String { text + "}" }
+    init() { bytes.reserveCapacity(384) }
+
+    var finished: [UInt8] { bytes + [UInt8(ascii: "}")] }
 
     mutating func key(_ key: String) {
-        if !empty { text += "," }
+        if !empty { bytes.append(UInt8(ascii: ",")) }
         empty = false
-        Self.quote(key, into: &text)
-        text += ":"
+        Self.quote(key, into: &bytes)
+        bytes.append(UInt8(ascii: ":"))
     }
 
-    mutating func raw(_ json: String) { text += json }
+    mutating func raw(_ json: [UInt8]) { bytes += json }
 
     mutating func bool(_ key: String, _ value: Bool) {
         self.key(key)
-        text += value ? "true" : "false"
+        bytes += (value ? "true" : "false").utf8
     }
 
     mutating func integer(_ key: String, _ value: Int?) {
         guard let value else { return }
         self.key(key)
-        text += String(value)
+        bytes += String(value).utf8
     }
 
     mutating func string(_ key: String, _ value: String?) {
         guard let value else { return }
         self.key(key)
-        Self.quote(value, into: &text)
+        Self.quote(value, into: &bytes)
     }
 
-    static func quote(_ string: String, into text: inout String) {
-        text += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "/": text += "\\/"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{8}": text += "\\b"
-            case "\u{C}": text += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
+    /// UTF-8 passes through; the quote, the backslash, `/` and the control characters are
+    /// escaped (the two-character forms where JSON has them, else `\u00XX`).
+    static func quote(_ string: String, into bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"):
+                bytes += [UInt8(ascii: "\\"), byte]
+            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x08: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0..<0x20:
+                bytes += Array("\\u00".utf8) + [hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]]
+            default: bytes.append(byte)
             }
         }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 }

@@ -58,7 +58,7 @@ extension TokenServer {
         guard let header = request.header("Authorization"), header.utf8.count <= 1024,
             header.utf8.prefix(5).map({ $0 | 0x20 }).elementsEqual("basic".utf8),
             header.utf8.dropFirst(5).first == UInt8(ascii: " "),
-            let decoded = Data(base64Encoded: Self.trimmingSpaces(header.utf8.dropFirst(6))),
+            let decoded = Data(base64Encoded: String(header.dropFirst(6).trimmingSpacesAndTabs)),
             let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { throw refusal }
         // Form encoding: `+` is a space, `%XX` a byte.
@@ -167,14 +167,6 @@ extension TokenServer {
         }
         if let locked, let address { clientAuthentications.lock(address, until: now + Double(locked)) }
         return refused
-    }
-
-    /// The header's value without the spaces and tabs around it, as text.
-    private static func trimmingSpaces(_ bytes: Substring.UTF8View.SubSequence) -> String {
-        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
-        let end = bytes[start...].lastIndex { !isSpace($0) }.map { bytes.index(after: $0) } ?? start
-        return String(Substring(bytes[start..<end]))
     }
 
     private func rateLimited(_ seconds: Int) -> ServerError {

@@ -36,8 +36,8 @@ public enum RequestBody {
             throw Refusal(status: 413, description: "The request body is larger than \(maxBytes) bytes.")
         }
         // The media type exactly (parameters such as charset may follow), not a prefix of it.
-        let mediaType = request.header("Content-Type")?.lowercased().split(separator: ";", maxSplits: 1).first?
-            .trimmingCharacters(in: .whitespaces)
+        let mediaType = request.header("Content-Type")?.lowercased().split(separator: ";", maxSplits: 1).first
+            .map { String($0.trimmingSpacesAndTabs) }
         if allowingForm, mediaType == "application/x-www-form-urlencoded" {
             guard let form = FormFields(body: request.body) else {
                 throw Refusal(
@@ -99,5 +99,17 @@ public enum RequestBody {
             return nil
         case .null, .bool, .integer, .number: return nil
         }
+    }
+}
+
+extension StringProtocol {
+    /// Without the spaces and tabs around it (a header value's optional whitespace, RFC 9110
+    /// §5.6.3), without Foundation's `trimmingCharacters`, which goes through NSString.
+    var trimmingSpacesAndTabs: Substring {
+        let text = Substring(self)
+        let isSpace = { (character: Character) in character == " " || character == "\t" }
+        let start = text.firstIndex { !isSpace($0) } ?? text.endIndex
+        let end = text[start...].lastIndex { !isSpace($0) }.map { text.index(after: $0) } ?? start
+        return text[start..<end]
     }
 }
