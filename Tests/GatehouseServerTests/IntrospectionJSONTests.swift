@@ -37,7 +37,10 @@ struct IntrospectionJSONTests {
     @Test("every answer is written byte for byte as WireCoding writes it", arguments: answers.indices)
     func sameBytes(index: Int) throws {
         let answer = Self.answers[index]
-        #expect(String(decoding: answer.wireJSON, as: UTF8.self) == String(decoding: try WireCoding.encode(answer), as: UTF8.self))
+        #expect(
+            String(decoding: answer.wireJSON, as: UTF8.self)
+                == String(decoding: try WireCoding.encode(answer), as: UTF8.self)
+        )
         #expect(try WireCoding.decode(IntrospectionResponse.self, from: answer.wireJSON) == answer)
     }
 }

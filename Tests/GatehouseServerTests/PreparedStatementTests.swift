@@ -39,11 +39,14 @@ struct PreparedStatementTests {
     }
 
     private static let texts = [
-        "", "'", "''", "it's", "\\", "\\'", "\\x41", "E'\\n'", "$1", "?", "$$", "--", "/*", "x'); DROP TABLE samples; --",
+        "", "'", "''", "it's", "\\", "\\'", "\\x41", "E'\\n'", "$1", "?", "$$", "--", "/*",
+        "x'); DROP TABLE samples; --",
         "ünïcødé 🔐", "tab\tnew\nline", String(repeating: "'\\", count: 300),
     ]
     private static let integers: [Int64] = [0, 1, -1, 42, .max, .min, Int64(Int32.max) + 1]
-    private static let doubles: [Double] = [0, -0.0, 0.1, -2.5, .greatestFiniteMagnitude, .leastNonzeroMagnitude, 1e-300, .infinity, -.infinity, .pi]
+    private static let doubles: [Double] = [
+        0, -0.0, 0.1, -2.5, .greatestFiniteMagnitude, .leastNonzeroMagnitude, 1e-300, .infinity, -.infinity, .pi,
+    ]
     private static let blobs = [Data(), Data([0]), Data([0x27, 0x5C]), Data(0...255)]
 
     @Test("every value binds as given: quotes, backslashes, extremes, bytes, NULL")
@@ -68,7 +71,11 @@ struct PreparedStatementTests {
             }
             let (stored, prepared) = try await engine.read { db in
                 (
-                    try SQLRow.fetchAll(db, sql: "SELECT id, i, d, t, b, f FROM samples WHERE id >= ? ORDER BY id", arguments: [0]),
+                    try SQLRow.fetchAll(
+                        db,
+                        sql: "SELECT id, i, d, t, b, f FROM samples WHERE id >= ? ORDER BY id",
+                        arguments: [0]
+                    ),
                     try Int.fetchOne(
                         db,
                         sql: "SELECT COUNT(*) FROM pg_prepared_statements WHERE cardinality(parameter_types) = 6"
@@ -80,7 +87,9 @@ struct PreparedStatementTests {
             // NULLs (whose types PostgreSQL infers), one for the others.
             #expect(prepared == 2)
             // The text that would end the statement early left the table there.
-            #expect(try await engine.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM samples") } == rows.count)
+            #expect(
+                try await engine.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM samples") } == rows.count
+            )
         }
     }
 
@@ -88,7 +97,9 @@ struct PreparedStatementTests {
     func alteredTable() async throws {
         try await withEngine { engine, cluster, schema in
             @Sendable func all() async throws -> [SQLRow] {
-                try await engine.write { db in try SQLRow.fetchAll(db, sql: "SELECT * FROM samples WHERE id = ?", arguments: [1]) }
+                try await engine.write { db in
+                    try SQLRow.fetchAll(db, sql: "SELECT * FROM samples WHERE id = ?", arguments: [1])
+                }
             }
             try await engine.write { db in
                 try db.execute(sql: "INSERT INTO samples (id, t) VALUES (?, ?)", arguments: [1, "first"])

@@ -79,7 +79,10 @@ final class PreparedStatements: Sendable {
             return .unnamed(numbered)
         }
         let parameters = key.types.isEmpty ? "" : "(\(key.types))"
-        _ = try connection.query(PostgresQuery(unsafeSQL: "PREPARE \(name)\(parameters) AS \(numbered)"), logger: logger)
+        _ = try connection.query(
+            PostgresQuery(unsafeSQL: "PREPARE \(name)\(parameters) AS \(numbered)"),
+            logger: logger
+        )
         let form = Form.named(name)
         state.withLock { state in
             state.forms[key] = form
@@ -178,7 +181,9 @@ final class PreparedStatements: Sendable {
 
     /// `PREPARE` takes SELECT, INSERT, UPDATE, DELETE, MERGE and VALUES (WITH leads the first four).
     private static func isPreparable(_ sql: String) -> Bool {
-        let word = sql.utf8.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }.prefix { $0 >= UInt8(ascii: "A") }
+        let word = sql.utf8.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }.prefix {
+            $0 >= UInt8(ascii: "A")
+        }
         switch String(decoding: word, as: UTF8.self).uppercased() {
         case "SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "VALUES", "MERGE": return true
         default: return false
