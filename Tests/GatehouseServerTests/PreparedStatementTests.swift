@@ -86,31 +86,74 @@ struct PreparedStatementTests {
             // The inserts ran as prepared statements, not as unnamed ones: one for the row of
             // NULLs (whose types PostgreSQL infers), one for the others.
             #expect(prepared == 2)
-            // The text that would end the statement early left the table there.
-            #expect(
-                try await engine.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM samples") } == rows.count
-            )
         }
     }
 
-    @Test("a table another instance alters: the statements prepared against it are prepared again")
+    @Test(
+        "a table another instance alters: a change, a lookup and a one-statement read prepared against it run again, once"
+    )
     func alteredTable() async throws {
         try await withEngine { engine, cluster, schema in
-            @Sendable func all() async throws -> [SQLRow] {
-                try await engine.write { db in
-                    try SQLRow.fetchAll(db, sql: "SELECT * FROM samples WHERE id = ?", arguments: [1])
+            var id = 0
+            func insert() async throws -> Int? {
+                id += 1
+                return try await engine.write { [id] db in
+                    try SQLRow.fetchAll(
+                        db,
+                        sql: "INSERT INTO samples (id, t) VALUES (?, ?) RETURNING *",
+                        arguments: [id, "row"]
+                    ).first?.columns.count
                 }
             }
-            try await engine.write { db in
-                try db.execute(sql: "INSERT INTO samples (id, t) VALUES (?, ?)", arguments: [1, "first"])
+            @Sendable func look() async throws -> Int? {
+                try await engine.read { db in
+                    try SQLRow.fetchAll(db, sql: "SELECT * FROM samples WHERE id = ?", arguments: [1]).first?.columns
+                        .count
+                }
             }
-            #expect(try await all().first?.columns.count == 6)
-            // Another instance's migration adds a column: the kept plan's results no longer fit.
-            try await cluster.sql("ALTER TABLE \(schema).samples ADD COLUMN added INTEGER DEFAULT 7")
-            let after = try await all()
-            #expect(after.first?.columns.count == 7)
-            #expect(after.first?.values.last == .integer(7))
-            #expect(try await engine.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM samples") } == 1)
+            @Sendable func readOne() async throws -> Int? {
+                try await engine.readStatement { db in
+                    try SQLRow.fetchOne(db, sql: "SELECT * FROM samples WHERE id >= ?", arguments: [1])?.columns.count
+                }
+            }
+            #expect(try await insert() == 6)
+            #expect(try await look() == 6)
+            #expect(try await readOne() == 6)
+            // Another instance's migrations add columns: each kept plan's results no longer fit.
+            for (column, call) in [("one", 0), ("two", 1), ("three", 2)] {
+                try await cluster.sql("ALTER TABLE \(schema).samples ADD COLUMN \(column) INTEGER DEFAULT 7")
+                let columns =
+                    switch call {
+                    case 0: try await insert()
+                    case 1: try await look()
+                    default: try await readOne()
+                    }
+                #expect(columns == 7 + call)
+            }
+            // The change whose statement was stale ran once: two rows, not three.
+            #expect(try await engine.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM samples") } == 2)
+        }
+    }
+
+    @Test("text holding NUL is refused as the database refuses it bound, and the connection stays usable")
+    func nulInText() async throws {
+        try await withEngine { engine, _, _ in
+            // Bound, the text is refused as invalid UTF-8 (22021); written into the statement, it
+            // would have cut the statement short (a syntax or protocol error, the connection lost).
+            let refusal = await #expect(throws: (any Error).self) {
+                try await engine.write { db in
+                    try db.execute(
+                        sql: "INSERT INTO samples (id, t) VALUES (?, ?)",
+                        arguments: [1, "before\u{0}after"]
+                    )
+                }
+            }
+            #expect(refusal.map { "\($0)" }?.contains("SQLSTATE 22021") == true, "\(String(describing: refusal))")
+            try await engine.write { db in
+                try db.execute(sql: "INSERT INTO samples (id, t) VALUES (?, ?)", arguments: [2, "fine"])
+            }
+            let stored = try await engine.read { db in try String.fetchAll(db, sql: "SELECT t FROM samples") }
+            #expect(stored == ["fine"])
         }
     }
 

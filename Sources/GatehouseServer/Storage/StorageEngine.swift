@@ -51,7 +51,8 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var schema: String?
     /// Named statements each connection keeps prepared (parsed and planned once, run again and
     /// again), default 256; 0 for none, behind a pooler that hands a session's transactions to
-    /// different server connections (PgBouncer's transaction mode before 1.21).
+    /// different server connections (PgBouncer's transaction mode, which keeps only
+    /// protocol-level prepared statements).
     public var preparedStatements: Int
 
     /// Reads a `postgres://` URL. TLS is on (`sslmode=require`, `verify-full` alike) unless

@@ -127,16 +127,16 @@ final class PostgresConnectionPool: Sendable {
         deadline: NIODeadline,
         _ body: (PooledConnection, NIODeadline) throws -> T
     ) throws -> T {
-        do {
-            return try withLeasedConnection(for: call, deadline: deadline, body)
-        } catch is StalePreparedStatements {
-            return try withLeasedConnection(for: call, deadline: deadline, body)
-        } catch is StaleConnection {
+        var (staleStatementRetries, staleConnectionRetries) = (1, 1)
+        while true {
             do {
                 return try withLeasedConnection(for: call, deadline: deadline, body)
+            } catch is StalePreparedStatements where staleStatementRetries > 0 {
+                staleStatementRetries -= 1
             } catch is StaleConnection {
                 // A new connection lost as well: the database is going away (a restart).
-                throw DatabaseUnavailable(.connectionLost)
+                guard staleConnectionRetries > 0 else { throw DatabaseUnavailable(.connectionLost) }
+                staleConnectionRetries -= 1
             }
         }
     }
@@ -155,13 +155,13 @@ final class PostgresConnectionPool: Sendable {
         }
         leased.arm(until: deadline)
         var result = Result { () throws -> T in
-            try leased.statements.forgetIfStale(on: leased, logger: logger, until: deadline)
+            try leased.statements.forgetIfStale(on: leased, logger: logger)
             return try body(leased, deadline)
         }
         leased.disarm()
         // A statement's results changed under it (and the body may have gone on to fail in
         // its aborted transaction): the body runs again, with statements prepared afresh.
-        if case .failure = result, leased.statements.takeStaleFinding() { result = .failure(StalePreparedStatements()) }
+        if leased.statements.takeStaleFinding(), case .failure = result { result = .failure(StalePreparedStatements()) }
         // Released before it is handed on: a cancellation that came first may be abandoning it,
         // and one that comes later no longer can (it would end another call's statement).
         let reusable = call.release() && !leased.isClosed
@@ -217,9 +217,10 @@ final class PooledConnection: Sendable {
     private let discarded = Atomic(false)
     /// The holding call's deadline passed: every statement from now on has timed out.
     private let expired = Atomic(false)
-    /// One timer for the holding call's deadline, not one for each statement: each timer is a
-    /// hand-over to the event loop and back.
-    private let deadlineTimer = Mutex<Scheduled<Void>?>(nil)
+    /// One timer for the holding call's deadline, not one for each statement (each timer is a
+    /// hand-over to the event loop and back), with the number of the call it belongs to: a timer
+    /// whose cancellation came too late finds a later number and does nothing.
+    private let deadlineTimer = Mutex<(call: Int, timer: Scheduled<Void>?)>((0, nil))
 
     init(_ connection: PostgresConnection, statements policy: PreparedStatements.Policy) {
         self.connection = connection
@@ -252,18 +253,27 @@ final class PooledConnection: Sendable {
     /// transaction and nobody reuses it mid-statement.
     func arm(until deadline: NIODeadline) {
         guard deadline != .distantFuture else { return }
-        let timer = connection.eventLoop.scheduleTask(deadline: deadline) { [weak self] () -> Void in self?.expire() }
-        deadlineTimer.withLock { $0 = timer }
+        deadlineTimer.withLock { armed in
+            armed.call += 1
+            let call = armed.call
+            armed.timer = connection.eventLoop.scheduleTask(deadline: deadline) { [weak self] () -> Void in
+                self?.expire(call)
+            }
+        }
     }
 
     func disarm() {
-        deadlineTimer.withLock { timer in
-            defer { timer = nil }
-            return timer
+        deadlineTimer.withLock { armed in
+            defer {
+                armed.call += 1
+                armed.timer = nil
+            }
+            return armed.timer
         }?.cancel()
     }
 
-    private func expire() {
+    private func expire(_ call: Int) {
+        guard deadlineTimer.withLock({ $0.call == call && $0.timer != nil }) else { return }
         expired.store(true, ordering: .sequentiallyConsistent)
         waiting.withLock { $0 }?(DatabaseUnavailable(.timedOut))
         close()
@@ -277,11 +287,8 @@ final class PooledConnection: Sendable {
         waiting.withLock { $0 = { answer.fail($0) } }
         defer { waiting.withLock { $0 = nil } }
         // Expired or closed before the waiter was in place: nobody was there to be told.
-        if expired.load(ordering: .sequentiallyConsistent) {
-            answer.fail(DatabaseUnavailable(.timedOut))
-        } else if isClosed {
-            answer.fail(DatabaseUnavailable(.connectionLost))
-        }
+        guard !expired.load(ordering: .sequentiallyConsistent) else { throw DatabaseUnavailable(.timedOut) }
+        guard !isClosed else { throw DatabaseUnavailable(.connectionLost) }
         connection.query(query, logger: logger).cascade(to: answer)
         return try answer.futureResult.wait()
     }

@@ -54,9 +54,12 @@ final class PreparedStatements: Sendable {
     }
 
     private let policy: Policy
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    init(_ policy: Policy) { self.policy = policy }
+    init(_ policy: Policy) {
+        self.policy = policy
+        state = Mutex(State(generation: policy.generation.load(ordering: .relaxed)))
+    }
 
     /// How to send `sql` with `arguments`; prepares it on `connection` the first time.
     func form(
@@ -92,13 +95,16 @@ final class PreparedStatements: Sendable {
     }
 
     /// A statement failed with `error`: when its results changed under its plan (another
-    /// instance's migration altered a table it reads), every connection forgets its
-    /// statements, and the call runs again (``takeStaleFinding()``).
+    /// instance's migration altered a table it reads: SQLSTATE 0A000 from the plan cache's
+    /// revalidation, known by its routine since the message is translated), or its prepared
+    /// statement is gone (26000: the connection is not the session that prepared it, as behind
+    /// a transaction-mode pooler), every connection forgets its statements, and the call runs
+    /// again (``takeStaleFinding()``).
     func failed(with error: PSQLError) {
-        guard error.serverInfo?[.sqlState] == "0A000",
-            error.serverInfo?[.message]?.hasPrefix("cached plan must not change result type") == true
+        let state = error.serverInfo?[.sqlState]
+        guard (state == "0A000" && error.serverInfo?[.routine] == "RevalidateCachedQuery") || state == "26000"
         else { return }
-        state.withLock { $0.staleFound = true }
+        self.state.withLock { $0.staleFound = true }
         policy.generation.add(1, ordering: .relaxed)
     }
 
@@ -110,12 +116,23 @@ final class PreparedStatements: Sendable {
         }
     }
 
-    /// Before a call: when statements were found stale since this connection prepared its
-    /// own, it deallocates them all (it is outside any transaction now).
-    func forgetIfStale(on connection: PooledConnection, logger: Logger, until deadline: NIODeadline) throws {
+    /// Before a call: clears what an earlier call found, and when statements were found stale
+    /// since this connection prepared its own, deallocates them all (it is outside any
+    /// transaction now). A connection lost meanwhile is ``StaleConnection``: nothing ran.
+    func forgetIfStale(on connection: PooledConnection, logger: Logger) throws {
         let current = policy.generation.load(ordering: .relaxed)
-        guard state.withLock({ $0.generation != current }) else { return }
-        _ = try connection.query(PostgresQuery(unsafeSQL: "DEALLOCATE ALL"), logger: logger)
+        guard
+            state.withLock({ state in
+                state.staleFound = false
+                return state.generation != current
+            })
+        else { return }
+        do {
+            _ = try connection.query(PostgresQuery(unsafeSQL: "DEALLOCATE ALL"), logger: logger)
+        } catch {
+            connection.close()
+            throw StaleConnection()
+        }
         state.withLock { state in
             state.forms = [:]
             state.prepared = 0
@@ -151,24 +168,28 @@ final class PreparedStatements: Sendable {
         return statement + ")"
     }
 
-    /// `value` as an SQL literal. Every connection sets `standard_conforming_strings`, so in a
-    /// quoted string only the quote is special (and doubled); bytes are hexadecimal, numbers
-    /// their shortest exact spelling. Quoted, a literal has no type until the statement's
-    /// declared one reads it.
+    /// `value` as an SQL literal: an escape string (`E'…'`), in which the quote and the
+    /// backslash are doubled, whatever the server's `standard_conforming_strings`; bytes are
+    /// hexadecimal, numbers their shortest exact spelling. Quoted, a literal has no type until
+    /// the statement's declared one reads it. Text holding NUL is never written (``canWrite(_:)``).
     static func literal(_ value: SQLValue, into text: inout String) {
         switch value {
         case .null: text += "NULL"
         case .integer(let integer): text += "'\(integer)'"
-        case .double(let double): text += "'\(double)'"
+        case .double(let double): text += double.isNaN ? "'NaN'" : "'\(double)'"
         case .bool(let bool): text += bool ? "TRUE" : "FALSE"
         case .text(let string):
-            text += "'"
+            text += "E'"
             for character in string.unicodeScalars {
-                if character == "'" { text += "''" } else { text.unicodeScalars.append(character) }
+                switch character {
+                case "'": text += "''"
+                case "\\": text += "\\\\"
+                default: text.unicodeScalars.append(character)
+                }
             }
             text += "'"
         case .blob(let data):
-            text += "'\\x"
+            text += "E'\\\\x"
             for byte in data {
                 text.unicodeScalars.append(Self.hexDigits[Int(byte >> 4)])
                 text.unicodeScalars.append(Self.hexDigits[Int(byte & 0x0F)])
@@ -178,6 +199,15 @@ final class PreparedStatements: Sendable {
     }
 
     private static let hexDigits = Array("0123456789abcdef".unicodeScalars)
+
+    /// Whether every argument can be written as a literal: a NUL in text would end the query
+    /// string early (a bound argument is refused by the server instead, as invalid text).
+    static func canWrite(_ arguments: SQLArguments) -> Bool {
+        arguments.values.allSatisfy { value in
+            guard case .text(let text) = value else { return true }
+            return !text.utf8.contains(0)
+        }
+    }
 
     /// `PREPARE` takes SELECT, INSERT, UPDATE, DELETE, MERGE and VALUES (WITH leads the first four).
     private static func isPreparable(_ sql: String) -> Bool {
