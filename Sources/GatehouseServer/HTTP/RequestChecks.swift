@@ -68,10 +68,15 @@ extension TokenServer {
     }
 
     func json(_ value: some Encodable, status: Int = 200) throws -> WireResponse {
+        json(encoded: try WireCoding.encode(value), status: status)
+    }
+
+    /// A JSON answer already encoded.
+    func json(encoded body: Data, status: Int = 200) -> WireResponse {
         WireResponse(
             status: status,
             headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-            body: try WireCoding.encode(value)
+            body: body
         )
     }
 

@@ -140,11 +140,7 @@ extension TokenServer: TokenIntrospecting {
         let body = try decodeBody(IntrospectionRequest.self, request, oauth: true)
         let answer = try await introspect(body.token)
         logger.trace("Introspected", metadata: ["resourceServer": "\(resourceServer)", "active": "\(answer.active)"])
-        return WireResponse(
-            status: 200,
-            headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-            body: answer.wireJSON
-        )
+        return json(encoded: answer.wireJSON)
     }
 
     /// What introspection reports of `token` now, for a resource server in the same process.

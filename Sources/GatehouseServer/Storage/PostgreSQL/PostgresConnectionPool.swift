@@ -281,7 +281,6 @@ final class PooledConnection: Sendable {
 
     /// Runs `query` and waits for its answer, until the holding call's deadline (``arm(until:)``).
     func query(_ query: PostgresQuery, logger: Logger) throws -> PostgresQueryResult {
-        guard !expired.load(ordering: .sequentiallyConsistent) else { throw DatabaseUnavailable(.timedOut) }
         guard !isClosed else { throw DatabaseUnavailable(.connectionLost) }
         let answer = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
         waiting.withLock { $0 = { answer.fail($0) } }

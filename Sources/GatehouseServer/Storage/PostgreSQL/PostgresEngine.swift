@@ -73,8 +73,6 @@ final class PostgresEngine: StorageEngine {
         configuration.options.additionalStartupParameters = [
             ("application_name", "gatehouse"), ("lock_timeout", "10s"), ("statement_timeout", "30s"),
             ("idle_in_transaction_session_timeout", "60s"),
-            // Prepared statements' arguments are quoted literals (PreparedStatements.literal).
-            ("standard_conforming_strings", "on"),
         ]
         if let schema = location.schema {
             configuration.options.additionalStartupParameters.append(("search_path", schema))

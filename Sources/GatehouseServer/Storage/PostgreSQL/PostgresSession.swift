@@ -102,9 +102,9 @@ final class PostgresSession: SQLSession {
         do {
             let query =
                 switch try connection.statements.form(of: sql, arguments, on: connection, logger: logger) {
-                case .named(let name) where PreparedStatements.canWrite(arguments):
-                    PostgresQuery(unsafeSQL: PreparedStatements.execute(name, arguments))
-                case .named: PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: Self.bindings(arguments))
+                case .named(let name):
+                    PreparedStatements.execute(name, arguments).map { PostgresQuery(unsafeSQL: $0) }
+                        ?? PostgresQuery(unsafeSQL: Self.numberedPlaceholders(sql), binds: Self.bindings(arguments))
                 case .unnamed(let numbered): PostgresQuery(unsafeSQL: numbered, binds: Self.bindings(arguments))
                 }
             let result = try connection.query(query, logger: logger)

@@ -116,17 +116,12 @@ final class PreparedStatements: Sendable {
         }
     }
 
-    /// Before a call: clears what an earlier call found, and when statements were found stale
-    /// since this connection prepared its own, deallocates them all (it is outside any
+    /// Before a call: when statements were found stale since this connection prepared its
+    /// own, deallocates them all (it is outside any
     /// transaction now). A connection lost meanwhile is ``StaleConnection``: nothing ran.
     func forgetIfStale(on connection: PooledConnection, logger: Logger) throws {
         let current = policy.generation.load(ordering: .relaxed)
-        guard
-            state.withLock({ state in
-                state.staleFound = false
-                return state.generation != current
-            })
-        else { return }
+        guard state.withLock({ $0.generation != current }) else { return }
         do {
             _ = try connection.query(PostgresQuery(unsafeSQL: "DEALLOCATE ALL"), logger: logger)
         } catch {
@@ -157,11 +152,14 @@ final class PreparedStatements: Sendable {
         return types
     }
 
-    /// `EXECUTE name(…)` with `arguments` as literals.
-    static func execute(_ name: String, _ arguments: SQLArguments) -> String {
+    /// `EXECUTE name(…)` with `arguments` as literals; nil when a text argument holds NUL,
+    /// which would end the query string early (bound instead, the server refuses it as
+    /// invalid text).
+    static func execute(_ name: String, _ arguments: SQLArguments) -> String? {
         guard !arguments.values.isEmpty else { return "EXECUTE " + name }
         var statement = "EXECUTE " + name + "("
         for (index, value) in arguments.values.enumerated() {
+            if case .text(let text) = value, text.utf8.contains(0) { return nil }
             if index > 0 { statement += ", " }
             literal(value, into: &statement)
         }
@@ -171,7 +169,7 @@ final class PreparedStatements: Sendable {
     /// `value` as an SQL literal: an escape string (`E'…'`), in which the quote and the
     /// backslash are doubled, whatever the server's `standard_conforming_strings`; bytes are
     /// hexadecimal, numbers their shortest exact spelling. Quoted, a literal has no type until
-    /// the statement's declared one reads it. Text holding NUL is never written (``canWrite(_:)``).
+    /// the statement's declared one reads it. Text holding NUL is never written (``execute(_:_:)``).
     static func literal(_ value: SQLValue, into text: inout String) {
         switch value {
         case .null: text += "NULL"
@@ -199,15 +197,6 @@ final class PreparedStatements: Sendable {
     }
 
     private static let hexDigits = Array("0123456789abcdef".unicodeScalars)
-
-    /// Whether every argument can be written as a literal: a NUL in text would end the query
-    /// string early (a bound argument is refused by the server instead, as invalid text).
-    static func canWrite(_ arguments: SQLArguments) -> Bool {
-        arguments.values.allSatisfy { value in
-            guard case .text(let text) = value else { return true }
-            return !text.utf8.contains(0)
-        }
-    }
 
     /// `PREPARE` takes SELECT, INSERT, UPDATE, DELETE, MERGE and VALUES (WITH leads the first four).
     private static func isPreparable(_ sql: String) -> Bool {
