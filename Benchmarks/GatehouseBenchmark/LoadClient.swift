@@ -94,6 +94,9 @@ struct ConnectionFigures: Sendable {
     var firstError: String?
     /// Operation latencies in microseconds.
     var latencies = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+    /// For operations of several stages: nanoseconds from each operation's start to the end of
+    /// each stage, summed over the operations.
+    var stageNanoseconds: [UInt64] = []
 }
 
 /// Drives a workload over one connection until the deadline, then reports.
@@ -197,19 +200,7 @@ func drive(
     // Connections spread over the ports in turn, as a balancer would.
     var channels: [(any Channel, any Workload)] = []
     for (index, workload) in workloads.enumerated() {
-        let channel = try await ClientBootstrap(group: group)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(PreparedRequestWriter())
-                    try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes))
-                    )
-                }
-            }
-            .connect(host: "127.0.0.1", port: ports[index % ports.count])
-            .get()
-        channels.append((channel, workload))
+        channels.append((try await connectHTTPClient(group: group, port: ports[index % ports.count]), workload))
     }
     let deadline = WorkloadDriver.now() + UInt64(seconds * 1e9)
     var results: [EventLoopFuture<ConnectionFigures>] = []
@@ -226,4 +217,26 @@ func drive(
     for result in results { figures.append(try await result.get()) }
     for (channel, _) in channels { try? await channel.close().get() }
     return figures
+}
+
+/// A keep-alive HTTP/1.1 connection to the server on `port` that sends prepared requests as they
+/// are; `handler`, if any, ends its pipeline.
+func connectHTTPClient(
+    group: MultiThreadedEventLoopGroup,
+    port: Int,
+    handler: (any ChannelHandler & Sendable)? = nil
+) async throws -> any Channel {
+    try await ClientBootstrap(group: group)
+        .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(PreparedRequestWriter())
+                try channel.pipeline.syncOperations.addHandler(
+                    ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes))
+                )
+                if let handler { try channel.pipeline.syncOperations.addHandler(handler) }
+            }
+        }
+        .connect(host: "127.0.0.1", port: port)
+        .get()
 }

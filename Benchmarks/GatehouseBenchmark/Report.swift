@@ -82,6 +82,8 @@ enum Report {
         case "introspect": "Introspection (RFC 7662, HTTP Basic, one stored-token lookup)"
         case "validate": "Token validation (GET /v1/resource/profile: DPoP-bound token, fresh proof recorded)"
         case "refresh": "Refresh grant (DPoP, rotation with reuse detection, durable)"
+        case "push":
+            "Push round trip (portal start → event with the sealed payload → sealed answer → signed callback)"
         default: "PIN authentication (start, blinded PIN evaluated and counted, nonce signed; 3 requests)"
         }
     }
@@ -182,6 +184,36 @@ struct CryptoFloors {
             let publicKey = try P256.Signing.PublicKey(x963Representation: pinPublic)
             _ = publicKey.isValidSignature(try P256.Signing.ECDSASignature(derRepresentation: signature), for: nonce)
         }
+        milliseconds["push"] = try Self.pushFloor(baseURL: baseURL)
+    }
+
+    /// The portal's Basic secret compared; the payload sealed for the device (HPKE: an ephemeral
+    /// X25519 key and its agreement, ChaCha20-Poly1305); the answer's proof checked and the answer
+    /// opened (the low-order check's agreement and HPKE's); the callback's HMAC.
+    static func pushFloor(baseURL: String) throws -> Double {
+        let secret = Data("example-portal-secret-change-me".utf8)
+        let digest = Data(SHA256.hash(data: secret))
+        let deviceKey = Curve25519.KeyAgreement.PrivateKey()
+        let serverKey = Curve25519.KeyAgreement.PrivateKey()
+        let profileKey = P256.Signing.PrivateKey()
+        let transaction = Data.random(count: 16).base64URLEncodedString
+        let url = baseURL + Endpoint.mobileAuthAnswer(transaction, profile: "profile")
+        let proof = try DPoP.proof(method: "POST", url: url, key: profileKey, now: Date())
+        let payload = Data(repeating: 0x61, count: 420)
+        let answer = try SealedBox.seal(
+            Data(repeating: 0x62, count: 120),
+            for: serverKey.publicKey,
+            purpose: .answer,
+            transactionID: transaction
+        )
+        let macKey = SymmetricKey(data: secret)
+        return try measure(iterations: 300) {
+            _ = constantTimeEquals(Data(SHA256.hash(data: secret)), digest)
+            _ = try SealedBox.seal(payload, for: deviceKey.publicKey, purpose: .payload, transactionID: transaction)
+            _ = try DPoP.verify(proof, method: "POST", url: url, accessToken: nil, now: Date())
+            _ = try answer.open(with: serverKey, purpose: .answer, transactionID: transaction)
+            _ = HMAC<SHA256>.authenticationCode(for: payload, using: macKey)
+        }
     }
 
     /// Milliseconds of one run of `body`: the median of 15 batches.
@@ -197,7 +229,7 @@ struct CryptoFloors {
 
     func show() {
         print("server-side crypto floor per operation, one core (median of 15 batches):")
-        for operation in Options.loadOperations {
+        for operation in Options.loadOperations + ["push"] {
             print(String(format: "  %-10@ %8.4f ms", operation as NSString, milliseconds[operation] ?? 0))
         }
     }
@@ -250,3 +282,29 @@ func measureStartup() throws {
         )
     )
 }
+
+// MARK: - The processes' own accounting
+
+/// A process's CPU time (user + system) so far, from /proc: what it spent itself, whatever the
+/// load generator on the same cores did.
+func serverCPUSeconds(_ pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return 0 }
+    // After "pid (comm) ", field 3 is the state; utime and stime are fields 14 and 15.
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// The number on the `name:` line of a /proc file (`VmRSS:` in status, `write_bytes:` in io).
+func procField(_ name: String, in path: String) -> Double? {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") })
+    else { return nil }
+    return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Double($0) }
+}
+
+/// Bytes the server has had written to storage so far (its own accounting, /proc/<pid>/io):
+/// what durability costs per operation. The log, the database file and their fsyncs.
+func serverWrittenBytes(_ pid: Int32) -> Double { procField("write_bytes", in: "/proc/\(pid)/io") ?? 0 }

@@ -1,57 +1,61 @@
 import Foundation
-import GatehouseClient
-import GatehouseKernel
 @_spi(Benchmarks) import GatehouseServer
+import NIOPosix
 
-/// `--operations steady`: refresh grants from every client, back to back, for `seconds`; each
-/// minute the rows of the server's token tables, read from its database, beside the number of
-/// live sessions (families) and the refreshes so far. With rotation storing only a family's
-/// current tokens and the janitor sweeping the rest, the token table must stay flat.
-@MainActor
+/// `--operations steady`: refresh grants from every client, back to back, for `seconds`, driven by
+/// the load generator in windows of a minute (each window's proofs are signed before it, since a
+/// proof is valid for 60 s); after each window the rows of the server's token tables, read from
+/// its database, beside the refreshes so far. With rotation storing only a family's current tokens
+/// and the janitor sweeping the rest, the token table must stay flat.
 func steadyRefreshLoad(
-    clients: [(UserClient, UserProfile)],
-    database: String,
+    devices: [WireDevice],
+    baseURL: String,
+    ports: [Int],
+    tables: StoredTokenFiller,
     seconds: Double,
+    group: MultiThreadedEventLoopGroup,
     serverPID: Int32
-)
-    async throws
-{
+) async throws {
     print(
-        "\nSteady refresh load: \(clients.count) clients for \(Int(seconds)) s; rows of the server's tables each minute"
+        "\nSteady refresh load: \(devices.count) clients for \(Int(seconds)) s; rows of the server's tables each minute"
     )
-    print("elapsed s   refreshes   per s   server CPU ms/op   tokens   families   flows   dpop_proofs   clients")
-    let tables = try StoredTokenFiller(sqlitePath: database)
-    let start = Date()
-    let deadline = start.addingTimeInterval(seconds)
-    let counter = RefreshCounter()
-    let cpuStart = serverCPUSeconds(serverPID)
-    let load = Task {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (client, _) in clients {
-                group.addTask {
-                    while Date() < deadline {
-                        try await client.refreshSession()
-                        await counter.add()
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-    }
-    var next = start.addingTimeInterval(60)
-    while next <= deadline.addingTimeInterval(1) {
-        try await Task.sleep(for: .seconds(max(0, next.timeIntervalSinceNow)))
+    print(
+        "elapsed s   refreshes   per s   server CPU ms/op   errors   live   tokens   families   flows   dpop_proofs   clients"
+    )
+    var sessions = devices
+    var refreshes = 0
+    var errors = 0
+    var live = 0
+    var measured = 0.0
+    var serverCPU = 0.0
+    var rate = 6_000.0
+    while measured < seconds {
+        let window = min(60, seconds - measured)
+        // More proofs than the fastest minute so far could use.
+        let prepared = Int(rate * window * 1.3 / Double(sessions.count)) + 20
+        let workloads = try sessions.map { try RefreshWorkload(device: $0, baseURL: baseURL, prepared: prepared) }
+        let cpuBefore = serverCPUSeconds(serverPID)
+        let started = DispatchTime.now().uptimeNanoseconds
+        let connections = try await drive(workloads, ports: ports, seconds: window, group: group)
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        serverCPU += serverCPUSeconds(serverPID) - cpuBefore
+        measured += elapsed
+        let done = connections.reduce(0) { $0 + $1.operations }
+        refreshes += done
+        errors += connections.reduce(0) { $0 + $1.errors }
+        live += workloads.reduce(0) { $0 + $1.madeLive }
+        rate = max(rate, Double(done) / elapsed)
+        for (index, workload) in workloads.enumerated() { sessions[index] = workload.session(of: sessions[index]) }
         let counts = try await tables.rowCounts([.tokens, .families, .flows, .dpopProofs, .clients])
-        let done = await counter.count
-        let elapsed = Date().timeIntervalSince(start)
-        let cpu = serverCPUSeconds(serverPID) - cpuStart
         print(
             String(
-                format: "%9.0f %11d %7.0f %18.2f %8d %10d %7d %13d %9d",
-                elapsed,
-                done,
-                Double(done) / elapsed,
-                done == 0 ? 0 : cpu * 1000 / Double(done),
+                format: "%9.0f %11d %7.0f %18.3f %8d %6d %8d %10d %7d %13d %9d",
+                measured,
+                refreshes,
+                Double(refreshes) / measured,
+                refreshes == 0 ? 0 : serverCPU * 1000 / Double(refreshes),
+                errors,
+                live,
                 counts[0],
                 counts[1],
                 counts[2],
@@ -59,12 +63,6 @@ func steadyRefreshLoad(
                 counts[4]
             )
         )
-        next = next.addingTimeInterval(60)
+        if let first = connections.compactMap(\.firstError).first { print("        first wrong answer: \(first)") }
     }
-    try await load.value
-}
-
-actor RefreshCounter {
-    private(set) var count = 0
-    func add() { count += 1 }
 }

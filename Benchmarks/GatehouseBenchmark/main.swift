@@ -1,7 +1,8 @@
 // gatehouse-bench: starts `gatehouse serve` (its own process) on a loopback port, registers one
 // device per concurrent client over the wire protocol, then drives introspection, token
-// validation, refresh grants and PIN authentications at 1, 8 and 64 concurrent clients from a
-// load generator that prepares its requests ahead and runs on one event-loop thread. For each:
+// validation, refresh grants, PIN authentications and push round trips at 1, 8 and 64 concurrent
+// clients from a load generator that prepares its requests ahead and runs on one event-loop
+// thread. For each:
 // throughput, p50/p99/p99.9 latency, the server's own CPU time per operation, the generator's
 // share of the machine, and the server-side crypto floor with the ratio; at 1k and at 1M stored
 // tokens. Also cold start and idle memory.
@@ -9,20 +10,16 @@
 //   swift build -c release --package-path Benchmarks --product gatehouse
 //   swift build -c release --package-path Benchmarks --product gatehouse-bench
 //   Benchmarks/.build/release/gatehouse-bench                      (or: scripts/benchmark)
-//   Benchmarks/.build/release/gatehouse-bench --operations push    (the push round trip, through the SDK)
+//   Benchmarks/.build/release/gatehouse-bench --operations push    (the push round trip)
 //   Benchmarks/.build/release/gatehouse-bench --operations steady --seconds 600 --levels 16   (table growth)
 //   Benchmarks/.build/release/gatehouse-bench --cluster 3 --stored-tokens 0   (3 instances on one PostgreSQL database)
 
 import ArgumentParser
-import BiometricAuthenticator
 import Foundation
 import GatehouseClient
 import GatehouseKernel
-import GatehousePlugins
 import GatehouseProtocol
 @_spi(Benchmarks) import GatehouseServer
-import GatehouseYAML
-import Logging
 import NIOCore
 import NIOPosix
 
@@ -82,7 +79,7 @@ struct Options: ParsableCommand {
         help: "introspect, validate, refresh, pin, startup, push and/or steady, comma-separated.",
         transform: Options.names
     )
-    var operations: [String] = Options.loadOperations + ["startup"]
+    var operations: [String] = Options.loadOperations + ["push", "startup"]
 
     func validate() throws {
         guard seconds > 0 else { throw ValidationError("--seconds must be positive") }
@@ -99,10 +96,8 @@ struct Options: ParsableCommand {
         guard (0...16).contains(cluster) else { throw ValidationError("--cluster takes 0 to 16 instances") }
         if postgresProfile, cluster == 0 { throw ValidationError("--postgres-profile needs --cluster") }
         guard (0...4096).contains(prepared) else { throw ValidationError("--prepared takes 0 to 4096") }
-        if cluster > 0 {
-            guard operations.allSatisfy(Options.loadOperations.contains) else {
-                throw ValidationError("--cluster measures \(Options.loadOperations.joined(separator: ", ")) only")
-            }
+        if cluster > 0, operations.contains("steady") {
+            throw ValidationError("--cluster measures \((Options.loadOperations + ["push"]).joined(separator: ", "))")
         }
     }
 
@@ -191,6 +186,8 @@ func startServer(database: String, log: String? = nil) throws -> (Process, Strin
     serve.executableURL = URL(fileURLWithPath: serverBinary)
     serve.arguments = [
         "serve", "--manifest", manifestPath, "--database", database, "--port", "0", "--log-level", "error",
+        // Every client connects from one address (three connections each for the push round trip).
+        "--max-connections-per-address", "0",
     ]
     let output = Pipe()
     serve.standardOutput = output
@@ -236,7 +233,7 @@ print(
         + "the server and the load generator share them"
 )
 
-if operations.contains("startup") {
+if operations.contains("startup"), options.cluster == 0 {
     try measureStartup()
 }
 
@@ -296,22 +293,76 @@ func serversCPUSeconds() -> (instances: Double, database: Double) {
 
 // MARK: - Load
 
+/// Measures one row: runs `run` (the timed window) and prints its figures from the processes' own
+/// accounting; on PostgreSQL also its CPU share and rollbacks, and with --postgres-profile its
+/// costliest statements.
+func measureRow(
+    level: Int,
+    floor: Double,
+    store: StoredTokenFiller?,
+    madeLive: @autoclosure () -> Int,
+    _ run: () async throws -> [ConnectionFigures]
+) async throws -> LevelFigures {
+    let tokensBefore = try await store?.rowCounts([.tokens])[0] ?? 0
+    let serverBefore = serversCPUSeconds()
+    let rollbacksBefore: Int
+    if let postgres { rollbacksBefore = try await rollbacks(postgres) } else { rollbacksBefore = 0 }
+    if options.postgresProfile, let postgres { try await postgres.sql("SELECT pg_stat_statements_reset()") }
+    let writtenBefore = serverWrittenBytes(serve.processIdentifier)
+    let ownBefore = ownCPUSeconds()
+    let started = DispatchTime.now().uptimeNanoseconds
+    let connections = try await run()
+    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+    let serverAfter = serversCPUSeconds()
+    let databaseCPU = serverAfter.database - serverBefore.database
+    var figures = LevelFigures(
+        clients: level,
+        connections: connections,
+        elapsed: elapsed,
+        serverCPU: serverAfter.instances - serverBefore.instances + databaseCPU,
+        generatorCPU: ownCPUSeconds() - ownBefore,
+        cores: cores,
+        floor: floor,
+        storedTokens: tokensBefore
+    )
+    figures.madeLive = madeLive()
+    figures.writtenBytes = serverWrittenBytes(serve.processIdentifier) - writtenBefore
+    print(figures.row)
+    if let postgres, figures.operations > 0 {
+        let rolledBack = try await rollbacks(postgres) - rollbacksBefore
+        print(
+            String(
+                format: "        of the server CPU, PostgreSQL %.3f ms/op; transactions rolled back %.3f/op",
+                databaseCPU * 1000 / Double(figures.operations),
+                Double(rolledBack) / Double(figures.operations)
+            )
+        )
+    }
+    if options.postgresProfile, let postgres, figures.operations > 0 {
+        try await printPostgresProfile(postgres, operations: figures.operations)
+    }
+    if let error = figures.firstError { print("        first wrong answer: \(error)") }
+    return figures
+}
+
 let loadOperations = Options.loadOperations.filter(operations.contains)
-if !loadOperations.isEmpty {
-    let setup = SetupCalls(transport: HTTPTransport(baseURL: "http://127.0.0.1:\(ports[0])"), baseURL: baseURL)
-    let deviceCount = levels.max() ?? 1
-    var devices: [WireDevice] = []
+let deviceCount = levels.max() ?? 1
+let setup = SetupCalls(transport: HTTPTransport(baseURL: "http://127.0.0.1:\(ports[0])"), baseURL: baseURL)
+var devices: [WireDevice] = []
+if !loadOperations.isEmpty || operations.contains("push") || operations.contains("steady") {
     for index in 0..<deviceCount {
         devices.append(try await setup.registerDevice(subject: "user\(index)@example.com"))
     }
     print("\(deviceCount) devices registered over the wire protocol (custom registration API, then the PIN)")
+}
+let floors = devices.isEmpty ? nil : try CryptoFloors(baseURL: baseURL, oprfPublicKey: devices[0].oprfPublicKey)
+floors?.show()
+let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+// The stored-token fill goes through the store, beside the server on its SQLite file; a cluster
+// is measured as registered.
+let store = options.cluster == 0 ? try StoredTokenFiller(sqlitePath: databasePath) : nil
 
-    let floors = try CryptoFloors(baseURL: baseURL, oprfPublicKey: devices[0].oprfPublicKey)
-    floors.show()
-    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    // The stored-token fill goes through the store, beside the server on its SQLite file; a cluster
-    // is measured as registered.
-    let store = options.cluster == 0 ? try StoredTokenFiller(sqlitePath: databasePath) : nil
+if !loadOperations.isEmpty {
     var results: [String: [Int: [Int: LevelFigures]]] = [:]
     for target in options.cluster == 0 ? options.storedTokens : [0] {
         if let store {
@@ -319,7 +370,7 @@ if !loadOperations.isEmpty {
             print("\n=== \(filled) tokens stored (the table filled up to \(target)) ===")
         }
         for operation in loadOperations {
-            let floor = floors.milliseconds[operation] ?? 0
+            let floor = floors?.milliseconds[operation] ?? 0
             print("\n\(Report.title(operation)) — server-side crypto floor \(String(format: "%.3f", floor)) ms/op")
             print(Report.header)
             for level in levels {
@@ -354,47 +405,14 @@ if !loadOperations.isEmpty {
                         try PINWorkload(device: $0, baseURL: baseURL, blinded: stock, prepared: budget)
                     }
                 }
-                let tokensBefore = try await store?.rowCounts([.tokens])[0] ?? 0
-                let serverBefore = serversCPUSeconds()
-                let rollbacksBefore: Int
-                if let postgres { rollbacksBefore = try await rollbacks(postgres) } else { rollbacksBefore = 0 }
-                if options.postgresProfile, let postgres { try await postgres.sql("SELECT pg_stat_statements_reset()") }
-                let writtenBefore = serverWrittenBytes(serve.processIdentifier)
-                let ownBefore = ownCPUSeconds()
-                let started = DispatchTime.now().uptimeNanoseconds
-                let connections = try await drive(workloads, ports: ports, seconds: seconds, group: group)
-                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-                let serverAfter = serversCPUSeconds()
-                let databaseCPU = serverAfter.database - serverBefore.database
-                var figures = LevelFigures(
-                    clients: level,
-                    connections: connections,
-                    elapsed: elapsed,
-                    serverCPU: serverAfter.instances - serverBefore.instances + databaseCPU,
-                    generatorCPU: ownCPUSeconds() - ownBefore,
-                    cores: cores,
+                let figures = try await measureRow(
+                    level: level,
                     floor: floor,
-                    storedTokens: tokensBefore
-                )
-                figures.madeLive = workloads.reduce(0) { $0 + $1.madeLive }
-                figures.madeLive += blinded?.madeLive ?? 0
-                figures.writtenBytes = serverWrittenBytes(serve.processIdentifier) - writtenBefore
-                print(figures.row)
-                if let postgres, figures.operations > 0 {
-                    let rolledBack = try await rollbacks(postgres) - rollbacksBefore
-                    print(
-                        String(
-                            format:
-                                "        of the server CPU, PostgreSQL %.3f ms/op; transactions rolled back %.3f/op",
-                            databaseCPU * 1000 / Double(figures.operations),
-                            Double(rolledBack) / Double(figures.operations)
-                        )
-                    )
+                    store: store,
+                    madeLive: workloads.reduce(0) { $0 + $1.madeLive } + (blinded?.madeLive ?? 0)
+                ) {
+                    try await drive(workloads, ports: ports, seconds: seconds, group: group)
                 }
-                if options.postgresProfile, let postgres, figures.operations > 0 {
-                    try await printPostgresProfile(postgres, operations: figures.operations)
-                }
-                if let error = figures.firstError { print("        first wrong answer: \(error)") }
                 results[operation, default: [:]][target, default: [:]][level] = figures
                 // A rotated session is the one the next measurements must use.
                 for (index, workload) in workloads.enumerated() {
@@ -405,78 +423,42 @@ if !loadOperations.isEmpty {
             }
         }
     }
-    try await group.shutdownGracefully()
     Report.scaling(results, targets: options.storedTokens, levels: levels)
 }
 
-// MARK: - The SDK-driven measurements
-
-if operations.contains("push") || operations.contains("steady") {
-    var quiet = Logger(label: "gatehouse.bench")
-    quiet.logLevel = .warning
-    // `${publicURL}` is for the server to resolve; the client halves only need a well-formed URL.
-    let manifest = try ManifestLoader.jsonAndYAML.parse(
-        Data(
-            try String(contentsOfFile: manifestPath, encoding: .utf8)
-                .replacingOccurrences(of: "${publicURL}", with: "http://127.0.0.1:8080").utf8
-        ),
-        format: YAMLManifestFormat(),
-        source: manifestPath,
-        additionalSections: ["server", "xignin", "login"]
-    )
-    // The demo manifest names the command line's simulated biometric sensor; the benchmark gives it one.
-    let plugins = try PluginRegistry.builtIn.load(
-        manifest,
-        environment: PluginEnvironment(
-            logger: quiet,
-            services: PluginServices().setting(
-                SimulatedBiometricSensorKey.self,
-                named: "simulated-sensor",
-                to: SimulatedBiometricSensor()
-            )
-        ),
-        sides: .client
-    )
-    var clients: [(UserClient, UserProfile)] = []
-    var pushDevices: [(UserClient, UserProfile, String)] = []
-    for index in 0..<(levels.max() ?? 1) {
-        let client = try UserClient(
-            configuration: ClientConfiguration(
-                dataDirectory: scratch.appendingPathComponent("device-\(index)"),
-                transport: HTTPTransport(baseURL: baseURL),
-                appID: "gatehouse-example",
-                plugins: plugins,
-                logger: quiet
-            )
-        )
-        let email = "sdk\(index)@example.com"
-        let result = try await client.registerUser(delegate: BenchmarkDelegate(email: email))
-        clients.append((client, result.profile))
-        if operations.contains("push") {
-            // Registration leaves the user authenticated: enrol for mobile auth and the events channel.
-            try await client.enrollForMobileAuth()
-            try await client.enrollForPushMobileAuth(deviceToken: "bench-device-\(index)", platform: .events)
-            pushDevices.append((client, result.profile, email))
+if operations.contains("push") {
+    var pushDevices: [PushDevice] = []
+    for (index, device) in devices.enumerated() {
+        pushDevices.append(try await setup.enrolForPush(device, pushToken: "bench-device-\(index)"))
+    }
+    let floor = floors?.milliseconds["push"] ?? 0
+    print("\n\(Report.title("push")) — server-side crypto floor \(String(format: "%.3f", floor)) ms/op")
+    print(Report.header)
+    let push = try await PushRoundTrips(devices: pushDevices, baseURL: baseURL, ports: ports, group: group)
+    for level in levels {
+        var stages = ""
+        _ = try await measureRow(level: level, floor: floor, store: store, madeLive: 0) {
+            let connections = try await push.run(level: level, seconds: seconds)
+            stages = PushStage.summary(connections)
+            return connections
         }
+        print("        stages, mean ms after the portal's start: \(stages)")
     }
-    if operations.contains("steady") {
-        try await steadyRefreshLoad(
-            clients: clients,
-            database: databasePath,
-            seconds: seconds,
-            serverPID: serve.processIdentifier
-        )
-    }
-    if operations.contains("push") {
-        try await benchmarkPushRoundTrip(
-            devices: pushDevices,
-            baseURL: baseURL,
-            serverPID: serve.processIdentifier,
-            levels: levels,
-            seconds: seconds
-        )
-    }
+    await push.close()
 }
+
+if operations.contains("steady"), let store {
+    try await steadyRefreshLoad(
+        devices: Array(devices.prefix(levels.max() ?? 1)),
+        baseURL: baseURL,
+        ports: ports,
+        tables: store,
+        seconds: seconds,
+        group: group,
+        serverPID: serve.processIdentifier
+    )
+}
+try await group.shutdownGracefully()
 
 /// Transactions PostgreSQL rolled back in the benchmark's database so far: serialization
 /// failures retried by the instances, and refused changes.
@@ -522,13 +504,3 @@ func processTreeCPUSeconds(_ root: Int32) -> Double {
 
 /// Unbuffered even into a pipe or a file, so a long run can be watched (and profiled) as it goes.
 func print(_ text: String = "") { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
-
-/// Answers the demo registration API and the PIN challenges (the SDK-driven measurements).
-struct BenchmarkDelegate: RegistrationDelegate, AuthenticationDelegate {
-    let email: String
-    func customRegistration(_ challenge: CustomRegistrationChallenge) -> CustomRegistrationResponse {
-        challenge.step == .initialize ? .data(email) : .data(String((challenge.info?.data ?? "").suffix(6)))
-    }
-    func createPin(_ challenge: CreatePinChallenge) -> CreatePinResponse { .pin(PIN(benchmarkPIN)) }
-    func pin(_ challenge: PinChallenge) -> PinResponse { .pin(PIN(benchmarkPIN)) }
-}

@@ -67,6 +67,44 @@ struct SecurityEventTests {
     }
 
     @Test(
+        "40 right Basic secrets at once from one address, before any is remembered, are all answered: only wrong ones use the limit"
+    )
+    func concurrentRightBasicSecrets() async throws {
+        try await withFixture(.http, clock: ManualClock(Date())) { fixture in
+            let port = try #require(URL(string: fixture.transport.baseURL)?.port)
+            let credentials = Data("gateway:\(Fixture.gatewaySecret)".utf8).base64EncodedString()
+            let request =
+                "POST \(Endpoint.introspect) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic \(credentials)\r\n"
+                + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\ntoken=x"
+            // Raw connections, all open before any request is sent, so the 40 reach the server
+            // together (an HTTP client would queue them on a few connections). The answers wait
+            // in their sockets while they are read one by one.
+            let connections = try (0..<40).map { _ in try LoopbackConnection(port: port) }
+            // The database busy for a moment (on SQLite its one writer, as on a loaded server):
+            // every presentation's check waits for it, all of them in flight at once.
+            let busy = Task { try await fixture.write { _ in Thread.sleep(forTimeInterval: 0.5) } }
+            try await Task.sleep(for: .milliseconds(50))
+            for connection in connections { try connection.send(request) }
+            try await busy.value
+            var statuses: [String] = []
+            for connection in connections { statuses.append(String(try await connection.receive().prefix(12))) }
+            #expect(
+                statuses.allSatisfy { $0 == "HTTP/1.1 200" },
+                "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))"
+            )
+            #expect(fixture.securityEvents("rate_limited") == 0)
+            // Wrong secrets are limited as before: the default burst of ten, then 429.
+            var headers = basic("gateway", "guess-0123456789")
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            func wrong() async throws -> Int {
+                try await fixture.send("POST", Endpoint.introspect, body: Data("token=x".utf8), headers: headers).status
+            }
+            for _ in 0..<10 { #expect(try await wrong() == 401) }
+            #expect(try await wrong() == 429)
+        }
+    }
+
+    @Test(
         "a lockout heard from the database is whole seconds, at most a minute: inf, nan and far futures change nothing"
     )
     func lockoutAnnouncementsAreBounded() {

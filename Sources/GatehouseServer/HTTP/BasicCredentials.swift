@@ -43,8 +43,10 @@ extension TokenServer {
     /// address, the same bytes from there are taken on trust for a minute without the database
     /// (``ClientAuthenticationMemory``), so a busy resource server's introspection stays free of
     /// writes, unless the address is locked out meanwhile. An in-memory limit with the same
-    /// figures stands in front, taken before the comparison and given back by a right secret, so
-    /// a flood at one instance never reaches the database.
+    /// figures stands in front for wrong secrets, so a flood at one instance never reaches the
+    /// database; a right one does not wait on it (however many are in flight at once). Once the
+    /// shared bucket is empty the address is locked, and every request from it is refused before
+    /// any comparison.
     ///
     /// No `WWW-Authenticate: Basic` challenge goes with the refusal: URLSession on Linux waits
     /// forever on one it has no credential for (swift-corelibs-foundation#5456); the error body
@@ -70,7 +72,6 @@ extension TokenServer {
         if let address, let seconds = clientAuthentications.lockedSeconds(address) {
             throw rateLimited(seconds)
         }
-        try limit(request, by: clientAuthenticationLimiter)
         let idDigest = Data(SHA256.hash(data: Data(id.utf8)))
         let secretDigest = Data(SHA256.hash(data: Data(secret.utf8)))
         var found: Int?
@@ -83,29 +84,22 @@ extension TokenServer {
         }
         // The pair's own digest: an id and secret that pass together, never either alone.
         let presented = Data(SHA256.hash(data: idDigest + secretDigest))
-        if let found, let address, clientAuthentications.trusts(presented, at: address) {
-            clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress)
-            return found
-        }
+        if let found, let address, clientAuthentications.trusts(presented, at: address) { return found }
+        // Only a wrong secret waits on this instance's bucket: a right one spends nothing, and
+        // taking one from here for each right secret in flight would refuse a burst of them.
+        if found == nil { try limit(request, by: clientAuthenticationLimiter) }
         let endpoint = endpointLabel(request.path)
         // The id only when it is a configured one: the rest is the sender's text.
         let client = named.map { configured.credentials[$0].id } ?? "unknown"
-        let wait: Int?
-        do {
-            wait = try await countPresentedSecret(
-                address: address,
-                right: found != nil,
-                failure: AuditEntry(
-                    event: .clientAuthenticationFailure,
-                    actor: .server,
-                    detail: ["endpoint": endpoint, "client": client, "address": address ?? "in-process"]
-                )
+        let wait = try await countPresentedSecret(
+            address: address,
+            right: found != nil,
+            failure: AuditEntry(
+                event: .clientAuthenticationFailure,
+                actor: .server,
+                detail: ["endpoint": endpoint, "client": client, "address": address ?? "in-process"]
             )
-        } catch {
-            // The database did not answer: a right secret is no guess, its turn comes back.
-            if found != nil { clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress) }
-            throw error
-        }
+        )
         if let seconds = wait { throw rateLimited(seconds) }
         guard let found else {
             metrics.event("client_authentication_failure")
@@ -115,7 +109,6 @@ extension TokenServer {
             )
             throw refusal
         }
-        clientAuthenticationLimiter.giveBack(forAddress: request.clientAddress)
         if let address { clientAuthentications.remember(presented, at: address) }
         return found
     }

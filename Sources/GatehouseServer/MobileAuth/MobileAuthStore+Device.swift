@@ -168,15 +168,24 @@ extension ServerStore {
         plan: @escaping @Sendable (String, Bool) -> FlowPlan?,
         flowLifetime: Double
     ) async throws -> AnswerOutcome {
-        try await write { db in
+        // Opening is the costliest part of an answer: done before the change with the key a
+        // lookup finds for the proof's profile, so the one writer (SQLite) or the locked rows
+        // (PostgreSQL) wait for none of it. A key changed in between is opened with in the change.
+        let openedAhead = try await openAhead(sealed, transactionID: transactionID, profileID: profileID, proof: proof)
+        return try await write { db in
             let device = try self.enrolledDevice(profileID, proof: proof, db)
             let row = try self.delivery(transactionID, profileID, db)
             try self.requireOpen(row, now: proof.now)
-            let serverKey = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: device["server_key"] as Data)
-            guard let opened = try? sealed.open(with: serverKey, purpose: .answer, transactionID: transactionID),
-                let answer = try? WireCoding.decode(MobileAuthAnswer.self, from: opened),
-                answer.transactionID == transactionID
-            else { throw StoreRefusal.request("The answer could not be opened for this transaction.") }
+            let serverKey: Data = device["server_key"]
+            let answer: MobileAuthAnswer
+            if let openedAhead, openedAhead.serverKey == serverKey {
+                answer = openedAhead.answer
+            } else {
+                guard let opened = Self.open(sealed, serverKey: serverKey, transactionID: transactionID) else {
+                    throw StoreRefusal.request("The answer could not be opened for this transaction.")
+                }
+                answer = opened
+            }
             // A spent nonce: this device answered already (the machine refuses); an unspent one
             // must be this request's.
             let nonceHash: Data = row["nonce_hash"]
@@ -224,6 +233,41 @@ extension ServerStore {
                 throw StoreRefusal.conflict(MobileAuthRequestError(.alreadyHandled))
             }
         }
+    }
+
+    /// The answer opened with the server key of `profileID`'s enrolment, when the proof is signed
+    /// by the profile's key and the answer opens; nil otherwise (the change then refuses in order).
+    private func openAhead(
+        _ sealed: SealedBox,
+        transactionID: String,
+        profileID: String,
+        proof: ProofUse
+    ) async throws -> (serverKey: Data, answer: MobileAuthAnswer)? {
+        let serverKey = try await lookupStatement { db in
+            try Data.fetchOne(
+                db,
+                sql: """
+                    SELECT mobile_enrolments.server_key FROM profiles
+                    JOIN mobile_enrolments ON mobile_enrolments.profile_id = profiles.id
+                    WHERE profiles.id = ? AND profiles.key_thumbprint = ? AND NOT mobile_enrolments.disenrolled
+                    """,
+                arguments: [profileID, proof.keyThumbprint]
+            )
+        }
+        guard let serverKey, let answer = Self.open(sealed, serverKey: serverKey, transactionID: transactionID) else {
+            return nil
+        }
+        return (serverKey, answer)
+    }
+
+    /// The sealed answer opened with the enrolment's raw server key, if it opens for this transaction.
+    private static func open(_ sealed: SealedBox, serverKey: Data, transactionID: String) -> MobileAuthAnswer? {
+        guard let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: serverKey),
+            let opened = try? sealed.open(with: key, purpose: .answer, transactionID: transactionID),
+            let answer = try? WireCoding.decode(MobileAuthAnswer.self, from: opened),
+            answer.transactionID == transactionID
+        else { return nil }
+        return answer
     }
 
     /// The verdict on the device's transaction signature, and what to keep of it.

@@ -71,20 +71,19 @@ extension ServerStore {
             let created: Double = row["created_at"]
             let expires: Double = row["expires_at"]
             let message: String = row["message"]
-            let (seq, sealed) = try self.insertDelivery(
-                PendingPayload(
-                    transactionID: otp.transactionID,
-                    profileID: profileID,
-                    type: configured,
-                    message: message,
-                    secureMessage: content?.secureMessage,
-                    signingData: content?.signingData,
-                    numberMatching: row["number"] as Int? != nil,
-                    expiresAt: expires
-                ),
-                deviceKey: deviceKey,
-                db
+            let payload = PendingPayload(
+                transactionID: otp.transactionID,
+                profileID: profileID,
+                type: configured,
+                message: message,
+                secureMessage: content?.secureMessage,
+                signingData: content?.signingData,
+                numberMatching: row["number"] as Int? != nil,
+                expiresAt: expires
             )
+            let sealedPayload = try Self.seal(payload, for: deviceKey)
+            let seq = try self.insertDelivery(payload, sealed: sealedPayload, db)
+            let sealed = sealedPayload.sealed
             try db.execute(
                 sql: """
                     UPDATE mobile_transactions SET otp_content = NULL, identity_provider = ?, subject = ?

@@ -216,7 +216,11 @@ extension ServerStore {
     /// PostgreSQL the devices' rows are locked first, so a transaction started at the same time
     /// for the same device numbers its delivery only once this one has committed.
     func startTransaction(_ new: NewTransaction) async throws -> [Delivery] {
-        try await write { db in
+        // Sealing is most of a start's work: done before the change for the devices a lookup
+        // finds, so the one writer (SQLite) or the locked rows (PostgreSQL) wait for none of it.
+        // A device enrolled or re-keyed in between is sealed for within the change.
+        let sealedAhead = new.otpHash == nil ? try await sealAhead(new) : [:]
+        return try await write { db in
             let devices = try SQLRow.fetchAll(
                 db,
                 sql: """
@@ -280,13 +284,16 @@ extension ServerStore {
             var deliveries: [Delivery] = []
             for device in devices {
                 let profileID: String = device["profile_id"]
-                guard let deviceKey = Curve25519.KeyAgreement.PublicKey(wire: Base64URLData(device["device_key"]))
-                else { continue }
-                let (seq, _) = try self.insertDelivery(
-                    PendingPayload(transaction: new, profileID: profileID),
-                    deviceKey: deviceKey,
-                    db
-                )
+                let deviceKey: Data = device["device_key"]
+                let payload = PendingPayload(transaction: new, profileID: profileID)
+                let sealed: SealedPayload
+                if let ahead = sealedAhead[profileID], ahead.deviceKey == deviceKey {
+                    sealed = ahead
+                } else {
+                    guard let key = Curve25519.KeyAgreement.PublicKey(wire: Base64URLData(deviceKey)) else { continue }
+                    sealed = try Self.seal(payload, for: key)
+                }
+                let seq = try self.insertDelivery(payload, sealed: sealed, db)
                 deliveries.append(
                     Delivery(
                         seq: seq,
@@ -343,14 +350,45 @@ extension ServerStore {
         }
     }
 
-    /// Seals the payload for one device, with a fresh single-use nonce, and stores the delivery;
-    /// wakes the device's events channel (on whichever instance it is open). Returns the
-    /// delivery's sequence number and the sealed payload.
-    func insertDelivery(
+    /// A payload sealed for one device key, with the hash of its single-use nonce.
+    struct SealedPayload: Sendable {
+        /// The raw key it is sealed for.
+        var deviceKey: Data
+        /// The ``SealedBox`` as stored and sent.
+        var sealed: Data
+        var nonceHash: Data
+    }
+
+    /// The start's payloads sealed for the user's enrolled devices, as a lookup finds them.
+    private func sealAhead(_ new: NewTransaction) async throws -> [String: SealedPayload] {
+        let devices = try await lookupStatement { db in
+            try SQLRow.fetchAll(
+                db,
+                sql: """
+                    SELECT profile_id, device_key FROM mobile_enrolments
+                    WHERE identity_provider = ? AND subject = ? AND NOT disenrolled
+                    """,
+                arguments: [new.user.identityProvider, new.user.subject]
+            )
+        }
+        var sealed: [String: SealedPayload] = [:]
+        for device in devices {
+            let profileID: String = device["profile_id"]
+            guard let key = Curve25519.KeyAgreement.PublicKey(wire: Base64URLData(device["device_key"])) else {
+                continue
+            }
+            sealed[profileID] = try Self.seal(PendingPayload(transaction: new, profileID: profileID), for: key)
+        }
+        return sealed
+    }
+
+    /// Seals the payload for one device key, with a fresh single-use nonce.
+    static func seal(
         _ payload: PendingPayload,
-        deviceKey: Curve25519.KeyAgreement.PublicKey,
-        _ db: any SQLSession
-    ) throws -> (Int64, Data) {
+        for deviceKey: Curve25519.KeyAgreement.PublicKey
+    ) throws
+        -> SealedPayload
+    {
         let nonce = Data.random(count: 32)
         let sealed = try WireCoding.encode(
             try SealedBox.seal(
@@ -374,6 +412,16 @@ extension ServerStore {
                 transactionID: payload.transactionID
             )
         )
+        return SealedPayload(
+            deviceKey: deviceKey.rawRepresentation,
+            sealed: sealed,
+            nonceHash: Data(SHA256.hash(data: nonce))
+        )
+    }
+
+    /// Stores a device's delivery of its sealed payload and wakes the device's events channel (on
+    /// whichever instance it is open). Returns the delivery's sequence number.
+    func insertDelivery(_ payload: PendingPayload, sealed: SealedPayload, _ db: any SQLSession) throws -> Int64 {
         guard
             let seq = try Int64.fetchOne(
                 db,
@@ -381,10 +429,10 @@ extension ServerStore {
                     INSERT INTO mobile_deliveries (transaction_id, profile_id, sealed, nonce_hash) VALUES (?, ?, ?, ?)
                     RETURNING seq
                     """,
-                arguments: [payload.transactionID, payload.profileID, sealed, Data(SHA256.hash(data: nonce))]
+                arguments: [payload.transactionID, payload.profileID, sealed.sealed, sealed.nonceHash]
             )
         else { throw ServerDatabaseError("The database did not number a delivery.") }
         try db.announce(EventChannelHub.wakeAnnouncement(payload.profileID))
-        return (seq, sealed)
+        return seq
     }
 }
