@@ -77,6 +77,25 @@ struct CallbackOutboxTests {
         }
     }
 
+    @Test("a portal that never answers holds up no other callback: each is sent as it falls due")
+    func hangingPortalDelaysNoOther() async throws {
+        try await withPortalListener { port, received in
+            try await withFixture(.http) { fixture in
+                _ = try await enrolledDevice(fixture)
+                let portal = Portal(fixture: fixture)
+                // Each login supersedes the user's pending one, whose callback then falls due.
+                _ = try await portal.started("login", callbackURI: "http://127.0.0.1:\(port)/hang")
+                _ = try await portal.started("login", callbackURI: "http://127.0.0.1:\(port)/cb")
+                #expect(await eventually { received.withLock { $0.contains("/hang") } })
+                let hangingSince = ContinuousClock.now
+                _ = try await portal.started("login")
+                // The hanging send gives up after 5 s; the other callback does not wait for it.
+                #expect(await eventually(seconds: 4.5) { received.withLock { $0.contains("/cb") } })
+                #expect(ContinuousClock.now - hangingSince < .seconds(4.5))
+            }
+        }
+    }
+
     @Test("a try is counted when it is claimed; a callback whose tries were all claimed is never sent again")
     func attemptsCountedAtClaim() async throws {
         try await withPortalListener { port, received in

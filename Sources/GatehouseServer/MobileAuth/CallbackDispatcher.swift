@@ -22,6 +22,10 @@ final class CallbackDispatcher: Sendable {
     private let signal: AsyncStream<Void>.Continuation
     private let signals: AsyncStream<Void>
     private let loop = Mutex<Task<Void, Never>?>(nil)
+    /// Callbacks claimed and not yet tried to the end.
+    private let inFlight = Mutex(0)
+    /// Callbacks sent at once at most; more wait, claimed by nobody, for the next look.
+    static let maxInFlight = 256
     /// The trace of the request that ended each transaction, while its callback is to be made.
     private let causes = CallbackCauses()
 
@@ -45,10 +49,15 @@ final class CallbackDispatcher: Sendable {
         if let transactionID, let context = ServiceContext.current { causes.remember(context, for: transactionID) }
         loop.withLock { task in
             if task == nil {
+                // Each look claims what is due and starts sending it, without waiting for the
+                // sends of earlier looks: a slow portal delays only its own callbacks.
                 task = Task { [weak self, signals] in
-                    for await _ in signals {
-                        guard let self else { return }
-                        await self.sendDue()
+                    await withDiscardingTaskGroup { group in
+                        for await _ in signals {
+                            guard let due = await self?.claimDue() else { return }
+                            for callback in due { group.addTask { [weak self] in await self?.send(callback) } }
+                            await self?.scheduleNextLook(claimed: due.count)
+                        }
                     }
                 }
                 // Look once at start-up too: a restarted server may have callbacks due.
@@ -58,22 +67,39 @@ final class CallbackDispatcher: Sendable {
         signal.yield()
     }
 
-    /// Sends what is due, then schedules the next look.
-    private func sendDue() async {
+    /// Claims what is due, while fewer than ``maxInFlight`` are being sent.
+    private func claimDue() async -> [ServerStore.DueCallback] {
+        guard inFlight.withLock({ $0 }) < Self.maxInFlight else { return [] }
         do {
             let due = try await store.dueCallbacks(now: clock.now.timeIntervalSince1970, maxAttempts: maxAttempts)
-            await withTaskGroup(of: Void.self) { group in
-                for callback in due { group.addTask { await self.send(callback) } }
-            }
-            if let next = try await store.nextCallbackWork() {
-                let delay = max(0.05, min(30, next - clock.now.timeIntervalSince1970))
-                Task { [weak self] in
-                    try? await Task.sleep(for: .seconds(delay))
-                    self?.signal.yield()
-                }
-            }
+            inFlight.withLock { $0 += due.count }
+            return due
         } catch {
             logger.error("Callback outbox failed", metadata: ["error": "\(String(reflecting: error))"])
+            return []
+        }
+    }
+
+    /// After a claim of `claimed` callbacks: looks again at once when the claim may have left
+    /// some due, else when the next is due or a pending transaction lapses.
+    private func scheduleNextLook(claimed: Int) async {
+        if claimed == ServerStore.callbacksClaimedAtOnce {
+            signal.yield()
+            return
+        }
+        do {
+            if let next = try await store.nextCallbackWork() { look(at: next) }
+        } catch {
+            logger.error("Callback outbox failed", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    /// Looks again at `time` (seconds since 1970), 50 ms from now at the soonest, 30 s at the latest.
+    private func look(at time: Double) {
+        let delay = max(0.05, min(30, time - clock.now.timeIntervalSince1970))
+        Task { [weak self] in
+            try? await Task.sleep(for: .seconds(delay))
+            self?.signal.yield()
         }
     }
 
@@ -87,6 +113,11 @@ final class CallbackDispatcher: Sendable {
             return await sendTraced(callback)
         }
         if finished { causes.forget(callback.transactionID) }
+        let wasFull = inFlight.withLock { count in
+            count -= 1
+            return count == Self.maxInFlight - 1
+        }
+        if wasFull { signal.yield() }
     }
 
     /// Sends `callback` and records how it went; true when it will not be tried again.
@@ -135,6 +166,7 @@ final class CallbackDispatcher: Sendable {
             )
         }
         try? await store.callbackTried(callback.transactionID, delivered: delivered, retryAt: delivered ? nil : retryAt)
+        if !delivered, let retryAt { look(at: retryAt) }
         return delivered || retryAt == nil
     }
 }

@@ -98,6 +98,8 @@ extension ServerStore {
 
     /// Seconds a callback stays claimed by the instance sending it (a send gives up after 5).
     static let callbackClaimLifetime = 30.0
+    /// Callbacks one claim takes at most.
+    static let callbacksClaimedAtOnce = 64
 
     /// Marks lapsed pending transactions expired, then claims and returns the callbacks due by `now`.
     /// A claim counts as a try, so a callback whose sending never reports back (the process died or
@@ -142,7 +144,7 @@ extension ServerStore {
                     UPDATE mobile_transactions SET callback_next_at = ?, callback_attempts = callback_attempts + 1
                     WHERE id IN (
                         SELECT id FROM mobile_transactions WHERE callback_state = 'due' AND callback_next_at <= ?
-                        ORDER BY callback_next_at LIMIT 64)
+                        ORDER BY callback_next_at LIMIT \(Self.callbacksClaimedAtOnce))
                     AND callback_state = 'due' AND callback_next_at <= ?
                     RETURNING id, api_client, callback_uri, status, callback_attempts
                     """,
