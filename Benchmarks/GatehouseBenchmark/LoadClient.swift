@@ -25,6 +25,36 @@ struct PreparedRequest {
     }
 }
 
+extension PreparedRequest {
+    /// Writes the request on `context`: a head that tells the response decoder which method it
+    /// answers, then the prepared bytes as they are (``PreparedRequestWriter``).
+    func write(to context: ChannelHandlerContext) {
+        let head = HTTPRequestHead(version: .http1_1, method: method, uri: "/")
+        context.write(NIOAny(HTTPClientRequestPart.head(head)), promise: nil)
+        context.writeAndFlush(NIOAny(HTTPClientRequestPart.body(.byteBuffer(bytes))), promise: nil)
+    }
+}
+
+/// A response put together from its parts as they arrive.
+struct ResponseAssembler {
+    private var status: UInt = 0
+    private var body: ByteBuffer?
+
+    /// Takes the next part; the whole response once its end has arrived.
+    mutating func read(_ part: HTTPClientResponsePart) -> Answer? {
+        switch part {
+        case .head(let head):
+            status = head.status.code
+            body = nil
+        case .body(var bytes):
+            if body == nil { body = bytes } else { body?.writeBuffer(&bytes) }
+        case .end:
+            return Answer(status: status, body: body ?? ByteBuffer())
+        }
+        return nil
+    }
+}
+
 /// Sends prepared requests as they are: the head the pipeline sees only tells the response
 /// decoder which method it answers; the bytes go out unchanged.
 final class PreparedRequestWriter: ChannelOutboundHandler, RemovableChannelHandler, Sendable {
@@ -103,15 +133,13 @@ struct ConnectionFigures: Sendable {
 /// Used on its connection's event loop only (`@unchecked Sendable` hands it there).
 final class WorkloadDriver: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
 
     private let workload: any Workload
     private let deadline: UInt64
     private let done: EventLoopPromise<ConnectionFigures>
     private var figures = ConnectionFigures()
     private var operationStarted: UInt64 = 0
-    private var status: UInt = 0
-    private var body: ByteBuffer?
+    private var response = ResponseAssembler()
     private var finished = false
 
     init(workload: any Workload, deadline: UInt64, done: EventLoopPromise<ConnectionFigures>) {
@@ -127,23 +155,10 @@ final class WorkloadDriver: ChannelInboundHandler, RemovableChannelHandler, @unc
         send(workload.begin(), context)
     }
 
-    private func send(_ request: PreparedRequest, _ context: ChannelHandlerContext) {
-        context.write(
-            wrapOutboundOut(.head(HTTPRequestHead(version: .http1_1, method: request.method, uri: "/"))),
-            promise: nil
-        )
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(request.bytes))), promise: nil)
-    }
+    private func send(_ request: PreparedRequest, _ context: ChannelHandlerContext) { request.write(to: context) }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            status = head.status.code
-            body = nil
-        case .body(var part):
-            if body == nil { body = part } else { body?.writeBuffer(&part) }
-        case .end:
-            let answer = Answer(status: status, body: body ?? ByteBuffer())
+        if let answer = response.read(unwrapInboundIn(data)) {
             switch workload.next(after: answer) {
             case .send(let request):
                 send(request, context)

@@ -313,35 +313,21 @@ enum PushStage: Int, CaseIterable {
 /// to `onAnswer`. Used on its channel's event loop only.
 final class RequestConnection: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
 
     var onAnswer: (Answer) -> Void = { _ in }
     var onClose: () -> Void = {}
     private var context: ChannelHandlerContext?
-    private var status: UInt = 0
-    private var body: ByteBuffer?
+    private var response = ResponseAssembler()
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
     func send(_ request: PreparedRequest) {
         guard let context else { return onClose() }
-        context.write(
-            wrapOutboundOut(.head(HTTPRequestHead(version: .http1_1, method: request.method, uri: "/"))),
-            promise: nil
-        )
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(request.bytes))), promise: nil)
+        request.write(to: context)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            status = head.status.code
-            body = nil
-        case .body(var part):
-            if body == nil { body = part } else { body?.writeBuffer(&part) }
-        case .end:
-            onAnswer(Answer(status: status, body: body ?? ByteBuffer()))
-        }
+        if let answer = response.read(unwrapInboundIn(data)) { onAnswer(answer) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -357,7 +343,6 @@ final class RequestConnection: ChannelInboundHandler, @unchecked Sendable {
 /// Used on its channel's event loop only.
 final class EventStreamConnection: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
 
     var onEvent: (MobileAuthEvent) -> Void = { _ in }
     var onClose: () -> Void = {}
@@ -373,11 +358,7 @@ final class EventStreamConnection: ChannelInboundHandler, @unchecked Sendable {
     func open(_ request: PreparedRequest, opened: EventLoopPromise<Void>) {
         guard let context else { return opened.fail(BenchmarkError("the events channel is not connected")) }
         self.opened = opened
-        context.write(
-            wrapOutboundOut(.head(HTTPRequestHead(version: .http1_1, method: request.method, uri: "/"))),
-            promise: nil
-        )
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(request.bytes))), promise: nil)
+        request.write(to: context)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

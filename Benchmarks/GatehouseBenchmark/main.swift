@@ -295,7 +295,8 @@ func serversCPUSeconds() -> (instances: Double, database: Double) {
 
 /// Measures one row: runs `run` (the timed window) and prints its figures from the processes' own
 /// accounting; on PostgreSQL also its CPU share and rollbacks, and with --postgres-profile its
-/// costliest statements.
+/// costliest statements. On the main actor, where the rows' workloads are made and read.
+@MainActor
 func measureRow(
     level: Int,
     floor: Double,
