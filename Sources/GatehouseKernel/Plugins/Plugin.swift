@@ -76,11 +76,11 @@ public struct PluginEnvironment: Sendable {
     public var services: PluginServices
 
     /// Makes an environment; the defaults log as "gatehouse", read the system clock, run CPU work
-    /// inline and provide no services.
+    /// on Dispatch's global queue (off the cooperative pool) and provide no services.
     public init(
         logger: Logger = Logger(label: "gatehouse"),
         clock: any WallClock = SystemWallClock(),
-        cpuWork: any CPUWorkExecutor = InlineCPUWorkExecutor(),
+        cpuWork: any CPUWorkExecutor = DispatchCPUWorkExecutor(),
         services: PluginServices = PluginServices()
     ) {
         self.logger = logger
