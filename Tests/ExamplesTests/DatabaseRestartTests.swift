@@ -47,6 +47,11 @@ struct DatabaseRestartTests {
         try await Task.sleep(for: .seconds(1))
         load.stop()
         await workers.value
+        // A server that ended meanwhile says why on its standard error.
+        try #require(
+            server.session.process.isRunning,
+            "the server ended during the restarts: \(server.session.errors.withLock { $0 }.suffix(4000))"
+        )
         #expect(try await Load.ready(server.url) == 200)
         #expect(try await load.registerOne() == 201)
 
