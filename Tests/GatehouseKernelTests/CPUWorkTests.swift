@@ -15,13 +15,25 @@ struct CPUWorkTests {
     }
 
     /// Runs as many pieces of work as the cooperative pool has threads, each waiting on a gate,
-    /// and a task that opens the gate once all have started. A watchdog thread opens it after
-    /// 10 s whatever happens, so an executor that blocks the pool (`InlineCPUWorkExecutor`
+    /// and a task that opens the gate once all have started. A watchdog thread opens it 30 s
+    /// after all have started, so an executor that blocks the pool (`InlineCPUWorkExecutor`
     /// answers `.watchdog`) fails instead of hanging.
+    ///
+    /// The watchdog's clock starts only once every piece is blocking: on a loaded machine the
+    /// executor's queue may hold other tests' work for a while first, which says nothing about
+    /// the pool. If the pieces never all start (an executor narrower than the pool), it gives
+    /// up after 5 minutes.
     private func opener(of cpuWork: some CPUWorkExecutor) async throws -> Opener {
         let trial = Trial(width: ProcessInfo.processInfo.activeProcessorCount)
         Thread.detachNewThread {
-            Thread.sleep(forTimeInterval: 10)
+            let giveUp = Date(timeIntervalSinceNow: 300)
+            while trial.started.load(ordering: .sequentiallyConsistent) < trial.width, Date() < giveUp {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            let deadline = Date(timeIntervalSinceNow: 30)
+            while trial.opener == nil, Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
             trial.open(.watchdog)
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
