@@ -31,11 +31,10 @@ final class XignInStore: Sendable {
     /// do not queue behind each other over the same lapsed rows.
     static func sweep(_ table: String, now: Double, _ db: any SQLSession) throws {
         let row = db.dialect.rowIdentifier
-        let skipLocked = db.dialect == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
         try db.execute(
             sql: """
                 DELETE FROM \(table) WHERE \(row) IN
-                (SELECT \(row) FROM \(table) WHERE expires_at < ? LIMIT ? \(skipLocked))
+                (SELECT \(row) FROM \(table) WHERE expires_at < ? LIMIT ? \(db.dialect.claimingRows))
                 """,
             arguments: [now, sweepBatch]
         )

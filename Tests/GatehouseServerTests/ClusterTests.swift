@@ -578,6 +578,61 @@ struct ClusterTests {
         }
     }
 
+    @Test("an outbox claim passes over a callback another instance's claim holds, instead of waiting for it")
+    func claimsSkipLockedCallbacks() async throws {
+        try await withCluster(instances: 2) { fixture, _, servers in
+            _ = try await enrolledDevice(fixture)
+            let portal = Portal(fixture: fixture)
+            let held = try await portal.started("login").transactionID
+            let free = try await portal.started("login").transactionID
+            // Both ended, with a callback due in ten minutes, behind the servers' backs: their own
+            // outboxes leave them alone for now, a claim made as if an hour had passed takes them.
+            let now = fixture.clock.now.timeIntervalSince1970
+            try await fixture.write { db in
+                try db.execute(
+                    sql: """
+                        UPDATE mobile_transactions SET status = 'denied', reason = 'superseded', answered_at = ?,
+                            callback_uri = 'http://127.0.0.1:9/cb', callback_state = 'due', callback_attempts = 0,
+                            callback_next_at = ?
+                        WHERE id IN (?, ?)
+                        """,
+                    arguments: [now, now + 600, held, free]
+                )
+            }
+            // One instance holds `held`'s row in an open change, as a claim in progress does.
+            let holding = RowHold()
+            let holder = Task {
+                try await servers[0].store.write { db in
+                    _ = try SQLRow.fetchOne(
+                        db,
+                        sql: "SELECT id FROM mobile_transactions WHERE id = ? FOR UPDATE",
+                        arguments: [held]
+                    )
+                    holding.locked.signal()
+                    // Released by the test, or after 20 s, so a failure cannot hang the suite.
+                    _ = holding.release.wait(timeout: .now() + 20)
+                    holding.released.store(true, ordering: .sequentiallyConsistent)
+                }
+            }
+            defer { holding.release.signal() }
+            try #require(
+                await withCheckedContinuation { continuation in
+                    Thread { continuation.resume(returning: holding.locked.wait(timeout: .now() + 20) == .success) }
+                        .start()
+                }
+            )
+            let claimed = try await servers[1].store.dueCallbacks(now: now + 3600, maxAttempts: 5)
+            // Answered while the other change still held its row (without SKIP LOCKED the claim
+            // waits for it: 10 s, then lock_timeout fails it).
+            let releasedFirst = holding.released.load(ordering: .sequentiallyConsistent)
+            #expect(!releasedFirst)
+            #expect(claimed.map(\.transactionID).contains(free))
+            #expect(!claimed.map(\.transactionID).contains(held))
+            holding.release.signal()
+            try await holder.value
+        }
+    }
+
     @Test("a revocation at one instance ends the token in every instance's kept answers within the window")
     func revocationSeenEverywhere() async throws {
         try await withCluster { fixture, balancer, servers in
@@ -665,4 +720,12 @@ struct ClusterTests {
             #expect(servers.allSatisfy { $0.store.activeTokens.isKeeping })
         }
     }
+}
+
+/// A row held open by one change while another claims: the holder says when it has the lock,
+/// the test says when to let go.
+private final class RowHold: Sendable {
+    let locked = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    let released = Atomic(false)
 }

@@ -135,8 +135,9 @@ extension ServerStore {
                 arguments: [now, maxAttempts]
             )
             // Claimed for a while as they are read, and counted: an instance sharing the database
-            // that looks now finds them not due (the condition is checked again on the row it would
-            // claim, after any claim committed meanwhile), so each callback is sent by one instance.
+            // that looks now passes over the rows this claim holds (`claimingRows`) and finds them
+            // not due once it commits (the condition is checked again on the row it would claim),
+            // so each callback is sent by one instance, and claims at once never wait on each other.
             // One that dies while sending leaves it due again when the claim lapses, one try spent.
             return try SQLRow.fetchAll(
                 db,
@@ -144,7 +145,7 @@ extension ServerStore {
                     UPDATE mobile_transactions SET callback_next_at = ?, callback_attempts = callback_attempts + 1
                     WHERE id IN (
                         SELECT id FROM mobile_transactions WHERE callback_state = 'due' AND callback_next_at <= ?
-                        ORDER BY callback_next_at LIMIT \(Self.callbacksClaimedAtOnce))
+                        ORDER BY callback_next_at LIMIT \(Self.callbacksClaimedAtOnce) \(db.dialect.claimingRows))
                     AND callback_state = 'due' AND callback_next_at <= ?
                     RETURNING id, api_client, callback_uri, status, callback_attempts
                     """,

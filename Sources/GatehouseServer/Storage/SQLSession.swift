@@ -181,6 +181,17 @@ public enum SQLDialect: Sendable {
         }
     }
 
+    /// Appended to the SELECT that picks rows a change claims (an outbox's due work): locks the
+    /// rows it picks and passes over those another change holds, so instances claiming at once
+    /// take different rows instead of waiting for each other (and never deadlock on the order
+    /// they lock them in). SQLite's changes run one at a time anyway.
+    public var claimingRows: String {
+        switch self {
+        case .sqlite: ""
+        case .postgres: "FOR UPDATE SKIP LOCKED"
+        }
+    }
+
     /// A column that names one row of any table, for deletes in batches.
     public var rowIdentifier: String {
         switch self {
