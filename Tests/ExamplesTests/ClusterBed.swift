@@ -1,0 +1,117 @@
+import Foundation
+import GatehouseTesting
+
+/// A bed of `scripts/cluster-bed`: PostgreSQL, three `gatehouse serve` instances and HAProxy,
+/// each in a network namespace of its own, joined by veth links to one bridge; the test process
+/// is the clients' host on that bridge. Faults are the script's (`kill`, `cut`, `partition`, …).
+final class ClusterBed: Sendable {
+    /// HAProxy's front, every instance's `server.publicURL`.
+    let front: String
+    /// The clients' address on the bridge (this machine's).
+    let clientAddress: String
+    /// The database every instance shares, reachable from here.
+    let database: String
+    let directory: String
+
+    private init(directory: String, environment: [String: String]) throws {
+        self.directory = directory
+        front = try HarnessFailure.require(environment["FRONT"], "cluster-bed env: no FRONT")
+        clientAddress = try HarnessFailure.require(environment["CLIENT"], "cluster-bed env: no CLIENT")
+        database = try HarnessFailure.require(environment["DATABASE"], "cluster-bed env: no DATABASE")
+    }
+
+    /// Brings a bed up with `manifest` (its `server.publicURL` line is set to the front).
+    static func up(manifest: URL, in scratch: URL) async throws -> ClusterBed {
+        guard getuid() == 0 else { throw HarnessFailure("the cluster bed needs root (network namespaces)") }
+        let gatehouse = try binary("gatehouse")
+        let directory = scratch.appendingPathComponent("bed").path
+        let started = try await script("up", directory, "--manifest", manifest.path, "--gatehouse", gatehouse.path)
+        guard started.status == 0 else {
+            throw HarnessFailure("cluster-bed up failed (\(started.status)): \(started.errorText)")
+        }
+        let listed = try await script("env", directory)
+        var environment: [String: String] = [:]
+        for line in listed.outputText.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            environment[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        do {
+            return try ClusterBed(directory: directory, environment: environment)
+        } catch {
+            _ = try? await script("down", directory)
+            throw error
+        }
+    }
+
+    /// `scripts/cluster-bed VERB DIR HOST`: a fault, or its end.
+    func fault(_ verb: String, _ host: String) async throws {
+        let result = try await Self.script(verb, directory, host)
+        guard result.status == 0 else {
+            throw HarnessFailure("cluster-bed \(verb) \(host) failed (\(result.status)): \(result.errorText)")
+        }
+    }
+
+    /// Which hosts run and are ready, as the script reports them.
+    func status() async throws -> String { try await Self.script("status", directory).outputText }
+
+    /// Whether `host`'s instance answers `/ready` with 200 now (asked directly, not through the front).
+    func isReady(_ host: String) async throws -> Bool {
+        try await status().split(separator: "\n").contains { $0 == "\(host) running, ready" }
+    }
+
+    /// Takes everything down: processes, namespaces, links, the folder.
+    func down() async {
+        _ = try? await Self.script("down", directory)
+    }
+
+    /// What `host` wrote to its standard error and output, for failure messages.
+    func log(of host: String) -> String {
+        let path = host == "lb" ? "\(directory)/lb/log" : "\(directory)/\(host)/log"
+        return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    }
+
+    /// One request as HAProxy logged it (`routed SERVER METHOD PATH STATUS TERMINATION TOTAL_MS`),
+    /// in the order HAProxy answered them.
+    struct Routed: CustomStringConvertible {
+        var server: String
+        var method: String
+        var path: String
+        var status: Int
+        /// HAProxy's termination state: `--` for a normal end; a first letter `S` when the
+        /// server side aborted (an instance that died or vanished), `s` for a server timeout.
+        var termination: String
+        var description: String { "\(method) \(path) → \(server) \(status) \(termination)" }
+    }
+
+    func routed() -> [Routed] {
+        log(of: "lb").split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 7, fields[0] == "routed", let status = Int(fields[4]) else { return nil }
+            return Routed(
+                server: String(fields[1]),
+                method: String(fields[2]),
+                path: String(fields[3]),
+                status: status,
+                termination: String(fields[5])
+            )
+        }
+    }
+
+    /// `statement` run by `psql` on the bed's database (from this host, over the bridge).
+    func sql(_ statement: String) async throws -> String {
+        let result = try await ChildProcess.run(
+            command: "psql",
+            arguments: [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", statement,
+                // libpq's URL without Gatehouse's own parameters (pool, prepared).
+                (database.split(separator: "?").first.map(String.init) ?? database) + "?sslmode=disable",
+            ]
+        )
+        guard result.status == 0 else { throw HarnessFailure("psql: \(result.errorText)") }
+        return result.outputText
+    }
+
+    private static func script(_ arguments: String...) async throws -> ChildProcess.Result {
+        try await ChildProcess.run(packageRoot.appendingPathComponent("scripts/cluster-bed"), arguments: arguments)
+    }
+}
