@@ -43,9 +43,9 @@ final class ClusterBed: Sendable {
         }
     }
 
-    /// `scripts/cluster-bed VERB DIR HOST`: a fault, or its end.
-    func fault(_ verb: String, _ host: String) async throws {
-        let result = try await Self.script(verb, directory, host)
+    /// `scripts/cluster-bed VERB DIR HOST [OPTIONS]`: a fault, or its end.
+    func fault(_ verb: String, _ host: String, _ options: String...) async throws {
+        let result = try await Self.script([verb, directory, host] + options)
         guard result.status == 0 else {
             throw HarnessFailure("cluster-bed \(verb) \(host) failed (\(result.status)): \(result.errorText)")
         }
@@ -112,6 +112,10 @@ final class ClusterBed: Sendable {
     }
 
     private static func script(_ arguments: String...) async throws -> ChildProcess.Result {
+        try await script(arguments)
+    }
+
+    private static func script(_ arguments: [String]) async throws -> ChildProcess.Result {
         try await ChildProcess.run(packageRoot.appendingPathComponent("scripts/cluster-bed"), arguments: arguments)
     }
 }

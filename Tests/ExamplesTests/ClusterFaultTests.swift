@@ -58,6 +58,24 @@ struct ClusterFaultTests {
         }
     }
 
+    @Test("slow links to the database (50 ms each way with 5 % loss, and 10 % loss alone): slower, nothing lost")
+    func slowLinks() async throws {
+        try await withBed { bed, load in
+            try await load.during("i1 delayed and lossy, i2 lossy") {
+                try await bed.fault("slow", "i1", "--delay", "50", "--loss", "5")
+                try await bed.fault("slow", "i2", "--loss", "10")
+                try await Task.sleep(for: .seconds(6))
+            }
+            // Slow, not gone: HAProxy kept both in the rotation (their /ready answers within its
+            // 2 s deadline over the slowed links, and the check waits 3 s).
+            let downs = bed.log(of: "lb").split(separator: "\n").filter { $0.contains(" is DOWN") }
+            #expect(downs.isEmpty, "\(downs)")
+            #expect(bed.routed().contains { $0.server == "i1" && $0.status / 100 == 2 })
+            try await bed.fault("fast", "i1")
+            try await bed.fault("fast", "i2")
+        }
+    }
+
     /// A bed with the fault manifest, users registered before the load, the load running
     /// around `body`, and every check of the suite once the load stopped.
     private func withBed(_ body: (ClusterBed, FaultLoad) async throws -> Void) async throws {
