@@ -481,7 +481,12 @@ struct ClusterTests {
                     )
                 )
                 #expect(access.status == 401)
-                #expect(try await introspect(via: instance, rotated.accessToken).answer == .inactive)
+                // From memory too, within the announcement window (PostgresEngine.announcementWindow).
+                #expect(
+                    await eventually(seconds: 5) {
+                        try await introspect(via: instance, rotated.accessToken).answer == .inactive
+                    }
+                )
             }
         }
     }
