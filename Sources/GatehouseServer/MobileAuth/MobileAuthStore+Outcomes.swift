@@ -139,17 +139,21 @@ extension ServerStore {
             // not due once it commits (the condition is checked again on the row it would claim),
             // so each callback is sent by one instance, and claims at once never wait on each other.
             // One that dies while sending leaves it due again when the claim lapses, one try spent.
+            // A claim never takes a callback whose tries are used up, even one that became due
+            // after the statement above looked (on PostgreSQL each statement sees what committed
+            // before it): the next look fails it.
             return try SQLRow.fetchAll(
                 db,
                 sql: """
                     UPDATE mobile_transactions SET callback_next_at = ?, callback_attempts = callback_attempts + 1
                     WHERE id IN (
-                        SELECT id FROM mobile_transactions WHERE callback_state = 'due' AND callback_next_at <= ?
+                        SELECT id FROM mobile_transactions
+                        WHERE callback_state = 'due' AND callback_next_at <= ? AND callback_attempts < ?
                         ORDER BY callback_next_at LIMIT \(Self.callbacksClaimedAtOnce) \(db.dialect.claimingRows))
-                    AND callback_state = 'due' AND callback_next_at <= ?
+                    AND callback_state = 'due' AND callback_next_at <= ? AND callback_attempts < ?
                     RETURNING id, api_client, callback_uri, status, callback_attempts
                     """,
-                arguments: [now + Self.callbackClaimLifetime, now, now]
+                arguments: [now + Self.callbackClaimLifetime, now, maxAttempts, now, maxAttempts]
             )
             .map {
                 DueCallback(
