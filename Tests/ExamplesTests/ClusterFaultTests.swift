@@ -27,7 +27,7 @@ import Testing
 struct ClusterFaultTests {
     @Test("an instance killed (kill -9) and another cut off the network: the others carry on, both come back")
     func lostHosts() async throws {
-        try await withBed { bed, load in
+        try await Self.withBed { bed, load in
             try await load.during("i2 killed") { try await bed.fault("kill", "i2") }
             try await bed.fault("start", "i2")
             try await bed.waitUntilReady("i2")
@@ -39,7 +39,7 @@ struct ClusterFaultTests {
 
     @Test("an instance partitioned from the database turns not ready, is drained, and serves again once healed")
     func partitionedInstance() async throws {
-        try await withBed { bed, load in
+        try await Self.withBed { bed, load in
             try await load.during("i1 partitioned from the database") {
                 try await bed.fault("partition", "i1")
                 // Its own /ready fails (the database does not answer within its 2 s), so
@@ -57,7 +57,7 @@ struct ClusterFaultTests {
 
     @Test("the database killed (kill -9) and started again: refusals are 503s, nothing acknowledged is lost")
     func lostDatabase() async throws {
-        try await withBed { bed, load in
+        try await Self.withBed { bed, load in
             try await load.during("the database killed") {
                 try await bed.fault("kill", "db")
                 try await Task.sleep(for: .seconds(2))
@@ -69,7 +69,7 @@ struct ClusterFaultTests {
 
     @Test("slow links to the database (50 ms each way with 5 % loss, and 10 % loss alone): slower, nothing lost")
     func slowLinks() async throws {
-        try await withBed { bed, load in
+        try await Self.withBed { bed, load in
             try await load.during("i1 delayed and lossy, i2 lossy") {
                 try await bed.fault("slow", "i1", "--delay", "50", "--loss", "5")
                 try await bed.fault("slow", "i2", "--loss", "10")
@@ -85,14 +85,44 @@ struct ClusterFaultTests {
         }
     }
 
+    @Test(
+        "the primary killed (kill -9) under load, its synchronous standby promoted: the instances follow, nothing acknowledged is lost, announcements resume"
+    )
+    func lostPrimary() async throws {
+        try await Self.withBed(standby: true) { bed, load in
+            try await load.during("the primary killed, its standby promoted 1 s later") {
+                try await bed.fault("kill", "db")
+                // What a failover manager takes to decide; the instances answer 503 meanwhile
+                // (db refuses connections, db2 accepts no writes yet).
+                try await Task.sleep(for: .seconds(1))
+                try await bed.fault("promote", "db2")
+            }
+            #expect(try await bed.primary() == "db2")
+            for host in ["i1", "i2", "i3"] { try await bed.waitUntilReady(host) }
+            // Every instance listens on the new primary: it keeps answers, and a revocation at
+            // one ends them at every other.
+            try await load.checkAnnouncements()
+            // The lost primary comes back as the new one's synchronous standby, under load; the
+            // instances' new connections pass over it (first in their URL, it accepts no writes).
+            try await load.during("the lost primary rebuilt as the synchronous standby") {
+                try await bed.fault("rebuild", "db")
+            }
+            let replication = try await bed.sql("SELECT application_name, sync_state FROM pg_stat_replication")
+            #expect(replication.trimmingCharacters(in: .whitespacesAndNewlines) == "db|sync")
+        }
+    }
+
     /// A bed with the fault manifest, users registered before the load, the load running
     /// around `body`, and every check of the suite once the load stopped.
-    private func withBed(_ body: (ClusterBed, FaultLoad) async throws -> Void) async throws {
+    static func withBed(
+        standby: Bool = false,
+        _ body: (ClusterBed, FaultLoad) async throws -> Void
+    ) async throws {
         let scratch = try scratchDirectory("gatehouse-faults")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let manifest = scratch.appendingPathComponent("faults.yaml")
         try Self.manifest.write(to: manifest, atomically: true, encoding: .utf8)
-        let bed = try await ClusterBed.up(manifest: manifest, in: scratch)
+        let bed = try await ClusterBed.up(manifest: manifest, in: scratch, standby: standby)
         do {
             let load = try await FaultLoad.prepared(on: bed, in: scratch)
             try await load.run(for: .seconds(2))
@@ -115,6 +145,8 @@ struct ClusterFaultTests {
           publicURL: http://replaced.by.cluster-bed
           clients:
             - {id: faults, allowedScopes: [read], defaultScopes: [read]}
+          resourceServers:
+            - {id: gateway, secret: faults-gateway-secret-0123456789}
           rateLimitPerMinute: 100000
           rateLimitBurst: 100000
           maxPinFailures: 3
@@ -153,6 +185,8 @@ final class FaultLoad: Sendable {
     private let pushUser: UserClient
     private let portal: PortalClient
     private let record = Mutex(Record())
+    /// How many of `record.approved` ``checkAcknowledged()`` has looked up already.
+    private let approvalsChecked = Mutex(0)
     private let stopped = Atomic(false)
 
     struct Record: Sendable {
@@ -342,6 +376,89 @@ final class FaultLoad: Sendable {
             }
             record.withLock { $0.guessers.append((refused, deregistered)) }
         }
+    }
+
+    /// What a kill trial checks after its fault: every registration acknowledged so far is in
+    /// `profiles` (on the primary of now), and every push approval acknowledged since the last
+    /// look is approved. Returns how many of each it checked, and what was lost.
+    func checkAcknowledged() async throws -> (registrations: Int, approvals: Int, lost: [String]) {
+        let (registered, approved) = record.withLock { ($0.registered, $0.approved) }
+        let stored = Set(try await bed.sql("SELECT id FROM profiles").split(separator: "\n").map(String.init))
+        var lost = registered.filter { !stored.contains($0) }.map { "registration \($0)" }
+        let new = approved.dropFirst(approvalsChecked.withLock { $0 })
+        for id in new where try await portal.result(id).status != .approved { lost.append("approval \(id)") }
+        approvalsChecked.withLock { $0 = approved.count }
+        return (registered.count, new.count, lost)
+    }
+
+    /// Operations that failed since `instant`, and when the last of them failed.
+    func failures(since instant: ContinuousClock.Instant) -> (count: Int, last: Duration?, what: String?) {
+        let failed = record.withLock { $0.failures.filter { $0.at >= instant } }
+        let last = failed.max { $0.at < $1.at }
+        return (failed.count, last.map { $0.at - instant }, last?.what)
+    }
+
+    /// Every instance hears the database's announcements: each keeps a token's introspection
+    /// answer in memory (it does only while its own heartbeats come back), and a logout at one
+    /// instance ends the token at every other within the window. An instance still listening
+    /// to a lost server would answer from the database instead, and fail the first part.
+    func checkAnnouncements() async throws {
+        let client = try Self.makeClient("announced", bed: bed, scratch: scratch, plugins: plugins)
+        let registration = try await client.registerUser(delegate: Demo(email: "announced@example.com"))
+        try await client.authenticateUser(registration.profile, delegate: Demo())
+        let token = try HarnessFailure.require(await client.sessionTokens?.accessToken, "no session")
+        let instances = bed.instances.sorted { $0.key < $1.key }.map { ($0.key, HTTPTransport(baseURL: $0.value)) }
+        // The scope changed behind the instances' backs: one answering from memory still says
+        // "read". A heartbeat lost to a loaded machine between the two looks makes an instance
+        // drop what it kept: the sequence is tried again then.
+        var kept: [String] = []
+        for _ in 0..<10 {
+            _ = try await bed.sql(
+                "UPDATE tokens SET scope = 'read' WHERE hash = sha256(convert_to('\(token)', 'UTF8'))"
+            )
+            for (_, instance) in instances { _ = try await Self.introspect(token, at: instance) }
+            _ = try await bed.sql(
+                "UPDATE tokens SET scope = 'changed' WHERE hash = sha256(convert_to('\(token)', 'UTF8'))"
+            )
+            kept = []
+            for (name, instance) in instances where try await Self.introspect(token, at: instance)?.scope == "read" {
+                kept.append(name)
+            }
+            if kept.count == instances.count { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(kept.count == instances.count, "only \(kept) keep answers: the others hear no announcements")
+        await client.logout()
+        let loggedOut = ContinuousClock.now
+        for (name, instance) in instances {
+            while try await Self.introspect(token, at: instance)?.active != false,
+                ContinuousClock.now - loggedOut < .seconds(5)
+            {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(try await Self.introspect(token, at: instance)?.active == false, "\(name) kept the token")
+        }
+        print(
+            "announcements after the switch: heard by \(kept.count) instances, revocation seen everywhere "
+                + "\(ContinuousClock.now - loggedOut) after the logout"
+        )
+    }
+
+    /// `instance`'s introspection of `token`, as the resource server "gateway".
+    private static func introspect(_ token: String, at instance: HTTPTransport) async throws -> IntrospectionResponse? {
+        let credentials = Data("gateway:faults-gateway-secret-0123456789".utf8).base64EncodedString()
+        let response = try await instance.send(
+            WireRequest(
+                method: "POST",
+                path: Endpoint.introspect,
+                headers: [
+                    "content-type": "application/x-www-form-urlencoded", "authorization": "Basic \(credentials)",
+                ],
+                body: Data("token=\(token)&token_type_hint=access_token".utf8)
+            )
+        )
+        guard response.status == 200 else { throw HarnessFailure("introspection answered \(response.status)") }
+        return try WireCoding.decode(IntrospectionResponse.self, from: response.body)
     }
 
     /// The checks, once the load has stopped and the cluster is whole again.

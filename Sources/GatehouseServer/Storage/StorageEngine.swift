@@ -29,12 +29,49 @@ public enum ServerDatabase: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A PostgreSQL database and how to reach it, from a URL:
-/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|require&pool=N&schema=NAME&prepared=N]`.
+/// `postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DATABASE[?sslmode=disable|require&pool=N&schema=NAME&prepared=N&target_session_attrs=read-write|any&connect_timeout=S]`.
+///
+/// Several hosts (a primary and its standbys) are tried in order for every new connection, as
+/// libpq does; with `target_session_attrs=read-write` (the default: every instance writes) a
+/// host that accepts no writes, a standby still in recovery, is passed over. So after a standby
+/// is promoted, the instances' new connections reach it (docs/CLUSTER.md, "A lost primary").
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
-    /// The server's host name or address.
-    public var host: String
-    /// The server's TCP port (default 5432).
-    public var port: Int
+    /// One of the database's servers.
+    public struct Host: Sendable, Equatable, CustomStringConvertible {
+        /// The server's host name or address.
+        public var name: String
+        /// The server's TCP port (default 5432).
+        public var port: Int
+
+        /// A server at `name` (a host name or an address) and `port`.
+        public init(name: String, port: Int = 5432) {
+            self.name = name
+            self.port = port
+        }
+
+        /// `name:port`, an IPv6 address in brackets.
+        public var description: String { (name.contains(":") ? "[\(name)]" : name) + ":\(port)" }
+    }
+
+    /// Which server a connection may settle on (libpq's `target_session_attrs`).
+    public enum TargetSessions: String, Sendable, Equatable {
+        /// One that accepts writes (`SHOW transaction_read_only` is off): a primary.
+        case readWrite = "read-write"
+        /// The first that accepts the connection, asked nothing.
+        case any
+    }
+
+    /// The servers, tried in this order for every new connection; never empty.
+    public var hosts: [Host]
+    /// The first server's host name or address.
+    public var host: String { hosts[0].name }
+    /// The first server's TCP port.
+    public var port: Int { hosts[0].port }
+    /// Which server a connection may settle on; default ``TargetSessions/readWrite``.
+    public var targetSessions: TargetSessions
+    /// How long connecting to one server may take before the next is tried (default 10 s;
+    /// `connect_timeout`, 1–60 s).
+    public var connectTimeout: Duration
     /// The user the instances connect as, percent-decoded.
     public var username: String
     /// The user's password, percent-decoded; nil when the URL has none (the server then must
@@ -60,7 +97,10 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// URL names no host, user or database, or has any other option; the message never shows the
     /// password. `prepared` is 0–4096 (``preparedStatements``).
     public init(url text: String) throws {
-        guard let components = URLComponents(string: text), let host = components.host, !host.isEmpty else {
+        // URLComponents reads one host only: the list is read here, and a single stand-in host
+        // goes to URLComponents for the rest.
+        let (hosts, single) = try Self.splittingHosts(text)
+        guard let components = URLComponents(string: single), components.host != nil else {
             throw ServerDatabaseError("\(Self.redacted(text)) is not a postgres://user@host/database URL")
         }
         guard let user = components.user, !user.isEmpty else {
@@ -70,14 +110,15 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         guard !name.isEmpty, !name.contains("/") else {
             throw ServerDatabaseError("\(Self.redacted(text)) names no database (postgres://user@host/DATABASE)")
         }
-        self.host = host
-        port = components.port ?? 5432
+        self.hosts = hosts
         username = user.removingPercentEncoding ?? user
         password = components.password.map { $0.removingPercentEncoding ?? $0 }
         database = name
         requireTLS = true
         poolSize = 16
         preparedStatements = 256
+        targetSessions = .readWrite
+        connectTimeout = .seconds(10)
         for item in components.queryItems ?? [] {
             switch (item.name, item.value) {
             case ("sslmode", "disable"): requireTLS = false
@@ -99,10 +140,23 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
                     )
                 }
                 preparedStatements = count
+            case ("target_session_attrs", let value?):
+                guard let target = TargetSessions(rawValue: value) else {
+                    throw ServerDatabaseError(
+                        "target_session_attrs=\(value): Gatehouse takes read-write (a server that accepts writes, "
+                            + "the default) or any"
+                    )
+                }
+                targetSessions = target
+            case ("connect_timeout", let value?):
+                guard let seconds = Int(value), (1...60).contains(seconds) else {
+                    throw ServerDatabaseError("connect_timeout=\(value): seconds, a number from 1 to 60")
+                }
+                connectTimeout = .seconds(seconds)
             default:
                 throw ServerDatabaseError(
-                    "\(item.name)=\(item.value ?? ""): the URL takes sslmode=disable|require, pool=N, schema=NAME "
-                        + "and prepared=N only"
+                    "\(item.name)=\(item.value ?? ""): the URL takes sslmode=disable|require, pool=N, schema=NAME, "
+                        + "prepared=N, target_session_attrs=read-write|any and connect_timeout=S only"
                 )
             }
         }
@@ -113,14 +167,48 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         var options: [String] = []
         if !requireTLS { options.append("sslmode=disable") }
         if let schema { options.append("schema=\(schema)") }
-        return "postgres://\(username)@\(host):\(port)/\(database)"
+        if targetSessions != .readWrite { options.append("target_session_attrs=\(targetSessions.rawValue)") }
+        return "postgres://\(username)@\(hosts.map(\.description).joined(separator: ","))/\(database)"
             + (options.isEmpty ? "" : "?" + options.joined(separator: "&"))
     }
 
+    /// The URL's hosts, and the URL with one stand-in host in their place.
+    private static func splittingHosts(_ text: String) throws -> (hosts: [Host], single: String) {
+        let invalid = ServerDatabaseError("\(redacted(text)) is not a postgres://user@host/database URL")
+        guard let schemeEnd = text.range(of: "://") else { throw invalid }
+        let rest = text[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        // The user's part ends at the last @: a password may hold one only percent-encoded, but
+        // a host never holds one.
+        let hostsStart = authority.lastIndex(of: "@").map { authority.index(after: $0) } ?? authority.startIndex
+        var hosts: [Host] = []
+        for entry in authority[hostsStart...].split(separator: ",", omittingEmptySubsequences: false) {
+            guard let parsed = URLComponents(string: "postgres://\(entry)"), let name = parsed.host, !name.isEmpty,
+                parsed.path.isEmpty, parsed.user == nil
+            else {
+                throw ServerDatabaseError(
+                    "\(redacted(text)): \"\(entry)\" is not a host (HOST or HOST:PORT, hosts separated by commas)"
+                )
+            }
+            // An IPv6 address without the brackets that set it apart in the URL.
+            let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
+            hosts.append(Host(name: bare, port: parsed.port ?? 5432))
+        }
+        guard !hosts.isEmpty else { throw invalid }
+        let single = text[..<hostsStart] + "placeholder" + rest[authorityEnd...]
+        return (hosts, String(single))
+    }
+
     private static func redacted(_ text: String) -> String {
-        guard var components = URLComponents(string: text), components.password != nil else { return text }
-        components.password = "***"
-        return components.string ?? "the database URL"
+        // The password lies between the scheme's // and the last @ before the hosts.
+        guard let schemeEnd = text.range(of: "://") else { return text }
+        let rest = text[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@"),
+            let colon = rest[..<at].firstIndex(of: ":")
+        else { return text }
+        return String(text[..<rest.index(after: colon)] + "***" + rest[at...])
     }
 }
 

@@ -20,7 +20,7 @@ final class PostgresConnectionPool: Sendable {
     /// The longest a change or lookup takes, from being asked for to its answer.
     static let callTimeout: Duration = .seconds(35)
 
-    private let configuration: PostgresConnection.Configuration
+    private let connector: PostgresConnector
     private let eventLoops: any EventLoopGroup
     private let threads: NIOThreadPool
     private let idle = Mutex<[PooledConnection]>([])
@@ -58,8 +58,8 @@ final class PostgresConnectionPool: Sendable {
         )
     }
 
-    init(configuration: PostgresConnection.Configuration, size: Int, preparedStatements: Int, logger: Logger) {
-        self.configuration = configuration
+    init(connector: PostgresConnector, size: Int, preparedStatements: Int, logger: Logger) {
+        self.connector = connector
         self.size = size
         statementCache = PreparedStatements.Policy(limit: preparedStatements)
         eventLoops = MultiThreadedEventLoopGroup.singleton
@@ -181,9 +181,8 @@ final class PostgresConnectionPool: Sendable {
     /// is cancelled.
     private func connect<T>(for call: PoolCall<T>, until deadline: NIODeadline) throws -> PooledConnection {
         let eventLoop = eventLoops.next()
-        let opening = PostgresConnection.connect(
+        let opening = connector.futureConnection(
             on: eventLoop,
-            configuration: configuration,
             id: Int.random(in: 0...Int(Int32.max)),
             logger: logger
         )

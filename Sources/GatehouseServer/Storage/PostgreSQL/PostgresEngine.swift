@@ -34,6 +34,10 @@ final class PostgresEngine: StorageEngine {
     static let heartbeatInterval: Duration = .milliseconds(250)
     /// Silence after which an instance stops trusting that it hears every announcement.
     static let silenceLimit: Duration = .seconds(1)
+    /// Silence on a listening connection at least this old after which it is given up and
+    /// another opened: a server that vanished (its host lost, a failover) never closes it, and
+    /// nothing is sent on it that would find out.
+    static let listenerReplacedAfter: Duration = .seconds(3)
     /// How long after a change commits every instance has heard of it, or has stopped keeping
     /// what the announcement would have ended: the silence limit and one heartbeat to notice it.
     static let announcementWindow: Duration = silenceLimit + heartbeatInterval
@@ -43,7 +47,7 @@ final class PostgresEngine: StorageEngine {
     /// do not hear each other.
     let channel: String
 
-    private let configuration: PostgresConnection.Configuration
+    private let connector: PostgresConnector
     private let eventLoops: any EventLoopGroup
     private let pool: PostgresConnectionPool
     private let logger: Logger
@@ -55,33 +59,39 @@ final class PostgresEngine: StorageEngine {
     /// When anything was last heard on the listening connection, and whether subscribers were
     /// told announcements may be missed.
     private let liveness = Mutex((lastHeard: ContinuousClock.now, silent: false))
+    /// The listening connection while it listens, and since when.
+    private let listening = Mutex<(connection: PostgresConnection, since: ContinuousClock.Instant)?>(nil)
 
     private init(location: PostgresLocation, logger: Logger) throws {
-        var configuration = PostgresConnection.Configuration(
-            host: location.host,
-            port: location.port,
-            username: location.username,
-            password: location.password,
-            database: location.database,
-            tls: location.requireTLS ? .require(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable
-        )
-        configuration.options.connectTimeout = .seconds(10)
-        // Named, so an operator tells Gatehouse's connections apart in pg_stat_activity. Bounded:
-        // a change never waits more than 10 s for a row another holds, no statement runs more
-        // than 30 s, and a transaction whose instance vanished mid-way (its connection open but
-        // silent) gives its locks back after 60 s.
-        configuration.options.additionalStartupParameters = [
-            ("application_name", "gatehouse"), ("lock_timeout", "10s"), ("statement_timeout", "30s"),
-            ("idle_in_transaction_session_timeout", "60s"),
-        ]
-        if let schema = location.schema {
-            configuration.options.additionalStartupParameters.append(("search_path", schema))
+        let tls: PostgresConnection.Configuration.TLS =
+            location.requireTLS ? .require(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable
+        connector = PostgresConnector(location) { server in
+            var configuration = PostgresConnection.Configuration(
+                host: server.name,
+                port: server.port,
+                username: location.username,
+                password: location.password,
+                database: location.database,
+                tls: tls
+            )
+            configuration.options.connectTimeout = .seconds(Int64(location.connectTimeout.components.seconds))
+            // Named, so an operator tells Gatehouse's connections apart in pg_stat_activity. Bounded:
+            // a change never waits more than 10 s for a row another holds, no statement runs more
+            // than 30 s, and a transaction whose instance vanished mid-way (its connection open but
+            // silent) gives its locks back after 60 s.
+            configuration.options.additionalStartupParameters = [
+                ("application_name", "gatehouse"), ("lock_timeout", "10s"), ("statement_timeout", "30s"),
+                ("idle_in_transaction_session_timeout", "60s"),
+            ]
+            if let schema = location.schema {
+                configuration.options.additionalStartupParameters.append(("search_path", schema))
+            }
+            return configuration
         }
-        self.configuration = configuration
         channel = location.schema.map { "gatehouse_\($0)" } ?? "gatehouse"
         eventLoops = MultiThreadedEventLoopGroup.singleton
         pool = PostgresConnectionPool(
-            configuration: configuration,
+            connector: connector,
             size: location.poolSize,
             preparedStatements: location.preparedStatements,
             logger: logger
@@ -298,21 +308,17 @@ final class PostgresEngine: StorageEngine {
     /// LISTEN is in place, so no change committed after start-up goes unheard.
     private func startListening() async throws {
         let (ready, readiness) = AsyncStream<Result<Void, any Error>>.makeStream()
-        let task = Task { [weak self, configuration, eventLoops, logger, channel] in
+        let task = Task { [weak self, connector, eventLoops, logger, channel] in
             var started = false
             while !Task.isCancelled {
                 var connection: PostgresConnection?
                 var listened = false
                 do {
-                    let opened = try await PostgresConnection.connect(
-                        on: eventLoops.next(),
-                        configuration: configuration,
-                        id: 0,
-                        logger: logger
-                    )
+                    let opened = try await connector.connect(on: eventLoops.next(), id: 0, logger: logger)
                     connection = opened
                     try await opened.listen(on: channel) { notifications in
                         listened = true
+                        self?.listening.withLock { $0 = (opened, .now) }
                         if !started { readiness.yield(.success(())) }
                         started = true
                         for try await notification in notifications { self?.heard(notification.payload) }
@@ -329,6 +335,7 @@ final class PostgresEngine: StorageEngine {
                         )
                     }
                 }
+                self?.listening.withLock { $0 = nil }
                 try? await connection?.close()
                 if listened { self?.silenced() }
                 try? await Task.sleep(for: .milliseconds(200))
@@ -396,7 +403,23 @@ final class PostgresEngine: StorageEngine {
             while !Task.isCancelled {
                 try? await Task.sleep(for: Self.heartbeatInterval)
                 guard let self else { return }
-                if ContinuousClock.now - liveness.withLock({ $0.lastHeard }) > Self.silenceLimit { silenced() }
+                let now = ContinuousClock.now
+                let silence = now - liveness.withLock({ $0.lastHeard })
+                guard silence > Self.silenceLimit else { continue }
+                silenced()
+                // Long silent, and not just opened: closing it ends the listener's wait, which
+                // then opens another, on whichever server accepts writes now.
+                let stale = listening.withLock { current -> PostgresConnection? in
+                    guard let opened = current, silence > Self.listenerReplacedAfter,
+                        now - opened.since > Self.listenerReplacedAfter
+                    else { return nil }
+                    current = nil
+                    return opened.connection
+                }
+                if let stale {
+                    logger.warning("Nothing heard on the announcements' connection for \(silence); opening another")
+                    stale.close().whenComplete { _ in _ = stale }
+                }
             }
         }
         background.withLock { $0 += [sender, watchdog] }

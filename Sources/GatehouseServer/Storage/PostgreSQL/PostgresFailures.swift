@@ -53,8 +53,11 @@ extension PostgresSession {
         if error is StalePreparedStatements {
             return StoreRefusal.busy("The server's database tables changed; try again.")
         }
-        // The connection's channel failed underneath postgres-nio (reset, closed mid-write).
-        if error is ChannelError || error is IOError {
+        // The connection's channel failed underneath postgres-nio (reset, closed mid-write), or
+        // no server of the URL's would do (all down, or none accepting writes: a failover under way).
+        if error is ChannelError || error is IOError || error is PostgresServersRefused
+            || error is PostgresServerReadOnly
+        {
             return StoreRefusal.busy("The server's database is unreachable; try again.")
         }
         guard let error = error as? PSQLError else { return error }
@@ -80,6 +83,12 @@ extension PostgresSession {
             return error.description
         case let error as PostgresSessionError:
             return error.reason
+        case is PostgresServerReadOnly:
+            return "the server accepts no writes (a standby in recovery, or transaction_read_only is on), and the "
+                + "URL asks for one that does (target_session_attrs=read-write)"
+        case let error as PostgresServersRefused:
+            return "no server of the URL's would do: "
+                + error.failures.map { "\($0.host): \(reason($0.error))" }.joined(separator: "; ")
         case let error as PSQLError:
             if let message = error.serverInfo?[.message] {
                 let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
