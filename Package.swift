@@ -178,14 +178,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
-                // The events channel on Linux, where URLSession spins on an idle stream.
+                // Requests and the events channel on Linux, where URLSession spins on an idle
+                // stream and re-sends a request without its body (HTTPTransport+NIO.swift).
                 .product(
                     name: "AsyncHTTPClient",
                     package: "async-http-client",
                     condition: .when(platforms: [.linux])
                 ),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(platforms: [.linux])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(platforms: [.linux])),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(platforms: [.linux])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(platforms: [.linux])),
             ]
         ),
         // The server's command as a library, without the client SDK: `gatehouse serve` and

@@ -26,6 +26,9 @@ public struct HTTPTransport: TokenServerTransport {
         guard let url = URL(string: baseURL + request.path) else {
             throw GenericError(.configurationInvalid, message: "The path \(request.path) does not make a URL.")
         }
+        #if canImport(FoundationNetworking)
+        return try await sendThroughNIO(request, to: url.absoluteString)
+        #else
         var urlRequest = URLRequest(url: url, timeoutInterval: timeout)
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
@@ -52,6 +55,7 @@ public struct HTTPTransport: TokenServerTransport {
             if let name = name as? String, let value = value as? String { headers[name] = value }
         }
         return WireResponse(status: http.statusCode, headers: headers, body: data)
+        #endif
     }
 
     /// Refuses a server URL no device could use: it must be http or https, with a host.
