@@ -78,7 +78,7 @@ extension HTTPTransport {
                 return unreachable("no answer in time", underlying: error)
             case .remoteConnectionClosed:
                 // As URLSession's "network connection lost": the request may have been done.
-                return GenericError(.networkConnectivityFailure, underlying: error)
+                return connectionLost(error)
             case .tlsHandshakeTimeout:
                 return unreachable("the TLS connection failed (no handshake in time)", underlying: error)
             case .invalidURL, .emptyHost, .emptyScheme:
@@ -88,7 +88,7 @@ extension HTTPTransport {
             }
         case let error as ChannelError:
             if case .connectTimeout = error { return unreachable("no answer in time", underlying: error) }
-            return GenericError(.networkConnectivityFailure, underlying: error)
+            return connectionLost(error)
         case is NIOSSLError, is BoringSSLError:
             return unreachable("the TLS connection failed (\(error))", underlying: error)
         case is HTTPParserError:
@@ -110,13 +110,20 @@ extension HTTPTransport {
         if codes.contains(where: { [ENETUNREACH, ENETDOWN, EHOSTUNREACH].contains($0) }) {
             return GenericError(.networkConnectivityFailure, underlying: underlying)
         }
-        if codes.contains(where: { [ECONNRESET, EPIPE].contains($0) }) {
-            return GenericError(.networkConnectivityFailure, underlying: underlying)
-        }
+        if codes.contains(where: { [ECONNRESET, EPIPE].contains($0) }) { return connectionLost(underlying) }
         if let code = codes.first {
             return unreachable(String(cString: strerror(code)).lowercased(), underlying: underlying)
         }
         return unreachable("the connection failed", underlying: underlying)
+    }
+
+    /// The connection closed under the request: it may have been done; its answer is lost.
+    private func connectionLost(_ underlying: any Error) -> GenericError {
+        GenericError(
+            .networkConnectivityFailure,
+            message: "The connection to the token server at \(baseURL) closed before the answer came.",
+            underlying: underlying
+        )
     }
 
     private func unreachable(_ reason: String, underlying: (any Error)?) -> GenericError {

@@ -99,16 +99,3 @@ private func milliseconds(_ duration: Duration) -> String {
 
 /// How many trials `scripts/cluster-reliability` asked for (none: the suite does not run).
 private let clusterKillTrials = Int(ProcessInfo.processInfo.environment["GATEHOUSE_CLUSTER_TRIALS"] ?? "") ?? 0
-
-/// SplitMix64: the same seed draws the same trials.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

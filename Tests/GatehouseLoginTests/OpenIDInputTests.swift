@@ -12,19 +12,6 @@ import Testing
 // registered address, and the store unchanged where nothing may change. A failure names the
 // seed and the case, so it can be replayed.
 
-/// SplitMix64: a small generator whose sequence depends on the seed alone.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Mutates form fields as raw (already encoded) text.
 struct ParameterFuzzer {
     var random: SeededGenerator
