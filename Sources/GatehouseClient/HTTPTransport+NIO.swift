@@ -23,6 +23,13 @@ extension HTTPTransport {
 
     /// Sends `request` to `url` and reads the whole answer within ``timeout``.
     func sendThroughNIO(_ request: WireRequest, to url: String) async throws -> WireResponse {
+        // Refused before anything is sent, as the request's own fault (not the server's absence).
+        for (name, value) in request.headers where !Self.isFieldName(name) || !Self.isFieldValue(value) {
+            throw GenericError(
+                .configurationInvalid,
+                message: "The header \(Self.isFieldName(name) ? name : "name") holds characters HTTP does not allow."
+            )
+        }
         var outgoing = HTTPClientRequest(url: url)
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.replaceOrAdd(name: name, value: value) }
@@ -61,6 +68,20 @@ extension HTTPTransport {
         }
     }
 
+    /// RFC 9110's token: the characters a field name may hold.
+    private static func isFieldName(_ name: String) -> Bool {
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+            }
+    }
+
+    /// A field value: visible characters, spaces and tabs; no control character (NUL, CR, LF).
+    private static func isFieldValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
     /// What a failure below HTTP means to the SDK, in the words ``reason(_:)`` gives URLSession's.
     private func failure(_ error: any Error) -> GenericError {
         switch error {
@@ -83,6 +104,7 @@ extension HTTPTransport {
                 return unreachable("the TLS connection failed (no handshake in time)", underlying: error)
             case .invalidURL, .emptyHost, .emptyScheme:
                 return unreachable("the URL is not usable", underlying: error)
+
             default:
                 return unreachable("\(error)", underlying: error)
             }

@@ -112,6 +112,28 @@ struct ClusterFaultTests {
         }
     }
 
+    @Test(
+        "the primary's host vanishes under load (its link cut, then fenced), its standby promoted: connections and the listener leave the dead host by their timeouts"
+    )
+    func vanishedPrimary() async throws {
+        try await Self.withBed(standby: true) { bed, load in
+            try await load.during("the primary's host cut off, its standby promoted 1 s later") {
+                // Nothing tells the instances: their connections to db stay open and silent.
+                try await bed.fault("cut", "db")
+                try await Task.sleep(for: .seconds(1))
+                // Fenced (it could not be reached anyway), then the standby promoted.
+                try await bed.fault("kill", "db")
+                try await bed.fault("promote", "db2")
+                for host in ["i1", "i2", "i3"] { try await bed.waitUntilReady(host) }
+            }
+            // The listening connections to db were deaf: each instance noticed by its heartbeats
+            // and listens on db2 now.
+            try await load.checkAnnouncements()
+            try await bed.fault("restore", "db")
+            try await bed.fault("rebuild", "db")
+        }
+    }
+
     /// A bed with the fault manifest, users registered before the load, the load running
     /// around `body`, and every check of the suite once the load stopped.
     static func withBed(

@@ -25,6 +25,21 @@ struct MultiHostDatabaseTests {
         #expect(!location.description.contains("p@ss") && !location.description.contains("p%40ss"))
         #expect(location.description.contains("db1.internal:5433,10.0.0.2:5432,[::1]:6543"))
 
+        // A password may hold / ? # : and @ unencoded: the user's part ends at the URL's last @.
+        let raw = try PostgresLocation(url: "postgres://gate:a/b?c#d:e@f@db1,db2:5433/gatehouse?sslmode=disable")
+        #expect(raw.password == "a/b?c#d:e@f" && raw.username == "gate")
+        #expect(raw.hosts.map(\.description) == ["db1:5432", "db2:5433"] && raw.database == "gatehouse")
+        for leaking in [
+            "postgres://gate:pa/ss@db,/gatehouse", "postgres://gate:pa/ss@db", "postgres://gate:pa?ss@db,x:y/gatehouse",
+            "postgres://gate@db/gatehouse?password=pa/ss", "postgres://gate:pa/ss@db/gatehouse?pool=0",
+        ] {
+            #expect {
+                try PostgresLocation(url: leaking)
+            } throws: { error in
+                !"\(error)".contains("pa/ss") && !"\(error)".contains("pa?ss")
+            }
+        }
+
         let single = try PostgresLocation(url: "postgres://gate@db/gatehouse")
         #expect(single.hosts == [PostgresLocation.Host(name: "db")])
         #expect(single.targetSessions == .readWrite && single.connectTimeout == .seconds(10))

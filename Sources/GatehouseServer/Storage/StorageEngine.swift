@@ -64,9 +64,15 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// The servers, tried in this order for every new connection; never empty.
     public var hosts: [Host]
     /// The first server's host name or address.
-    public var host: String { hosts[0].name }
+    public var host: String {
+        get { hosts[0].name }
+        set { hosts[0].name = newValue }
+    }
     /// The first server's TCP port.
-    public var port: Int { hosts[0].port }
+    public var port: Int {
+        get { hosts[0].port }
+        set { hosts[0].port = newValue }
+    }
     /// Which server a connection may settle on; default ``TargetSessions/readWrite``.
     public var targetSessions: TargetSessions
     /// How long connecting to one server may take before the next is tried (default 10 s;
@@ -97,13 +103,14 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// URL names no host, user or database, or has any other option; the message never shows the
     /// password. `prepared` is 0–4096 (``preparedStatements``).
     public init(url text: String) throws {
-        // URLComponents reads one host only: the list is read here, and a single stand-in host
-        // goes to URLComponents for the rest.
-        let (hosts, single) = try Self.splittingHosts(text)
-        guard let components = URLComponents(string: single), components.host != nil else {
+        // URLComponents reads one host only, and misreads a password holding / ? or #: the user,
+        // the password and the hosts are read here, and the rest (a stand-in host, the database,
+        // the options) goes to URLComponents.
+        let (user, password, hosts, rest) = try Self.splittingAuthority(text)
+        guard let components = URLComponents(string: rest), components.host != nil else {
             throw ServerDatabaseError("\(Self.redacted(text)) is not a postgres://user@host/database URL")
         }
-        guard let user = components.user, !user.isEmpty else {
+        guard !user.isEmpty else {
             throw ServerDatabaseError("\(Self.redacted(text)) names no user (postgres://USER@host/database)")
         }
         let name = String(components.path.drop(while: { $0 == "/" }))
@@ -112,7 +119,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         }
         self.hosts = hosts
         username = user.removingPercentEncoding ?? user
-        password = components.password.map { $0.removingPercentEncoding ?? $0 }
+        self.password = password.map { $0.removingPercentEncoding ?? $0 }
         database = name
         requireTLS = true
         poolSize = 16
@@ -154,8 +161,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
                 }
                 connectTimeout = .seconds(seconds)
             default:
+                // Its name only: an unknown option's value may be a secret (libpq takes password=).
                 throw ServerDatabaseError(
-                    "\(item.name)=\(item.value ?? ""): the URL takes sslmode=disable|require, pool=N, schema=NAME, "
+                    "\(item.name)=…: the URL takes sslmode=disable|require, pool=N, schema=NAME, "
                         + "prepared=N, target_session_attrs=read-write|any and connect_timeout=S only"
                 )
             }
@@ -172,18 +180,27 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             + (options.isEmpty ? "" : "?" + options.joined(separator: "&"))
     }
 
-    /// The URL's hosts, and the URL with one stand-in host in their place.
-    private static func splittingHosts(_ text: String) throws -> (hosts: [Host], single: String) {
+    /// The URL's user, password (both still percent-encoded) and hosts, and the URL with one
+    /// stand-in host and no user in their place. The user's part ends at the URL's last @: a host
+    /// never holds one, and a password may hold any character but that unencoded.
+    private static func splittingAuthority(
+        _ text: String
+    ) throws -> (user: String, password: String?, hosts: [Host], rest: String) {
         let invalid = ServerDatabaseError("\(redacted(text)) is not a postgres://user@host/database URL")
         guard let schemeEnd = text.range(of: "://") else { throw invalid }
-        let rest = text[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        // The user's part ends at the last @: a password may hold one only percent-encoded, but
-        // a host never holds one.
-        let hostsStart = authority.lastIndex(of: "@").map { authority.index(after: $0) } ?? authority.startIndex
+        let afterScheme = text[schemeEnd.upperBound...]
+        guard let at = afterScheme.lastIndex(of: "@") else {
+            throw ServerDatabaseError("\(redacted(text)) names no user (postgres://USER@host/database)")
+        }
+        let userInfo = afterScheme[..<at]
+        let user = userInfo.firstIndex(of: ":").map { userInfo[..<$0] } ?? userInfo
+        let password = userInfo.firstIndex(of: ":").map { String(userInfo[userInfo.index(after: $0)...]) }
+        let hostsStart = afterScheme.index(after: at)
+        let hostsEnd =
+            afterScheme[hostsStart...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" })
+            ?? afterScheme.endIndex
         var hosts: [Host] = []
-        for entry in authority[hostsStart...].split(separator: ",", omittingEmptySubsequences: false) {
+        for entry in afterScheme[hostsStart..<hostsEnd].split(separator: ",", omittingEmptySubsequences: false) {
             guard let parsed = URLComponents(string: "postgres://\(entry)"), let name = parsed.host, !name.isEmpty,
                 parsed.path.isEmpty, parsed.user == nil
             else {
@@ -196,19 +213,20 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
             hosts.append(Host(name: bare, port: parsed.port ?? 5432))
         }
         guard !hosts.isEmpty else { throw invalid }
-        let single = text[..<hostsStart] + "placeholder" + rest[authorityEnd...]
-        return (hosts, String(single))
+        return (
+            String(user), password, hosts,
+            String(text[..<schemeEnd.upperBound] + "placeholder" + afterScheme[hostsEnd...])
+        )
     }
 
+    /// `text` with the password (between the user's `:` and the URL's last `@`) as `***`.
     private static func redacted(_ text: String) -> String {
-        // The password lies between the scheme's // and the last @ before the hosts.
         guard let schemeEnd = text.range(of: "://") else { return text }
-        let rest = text[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@"),
-            let colon = rest[..<at].firstIndex(of: ":")
-        else { return text }
-        return String(text[..<rest.index(after: colon)] + "***" + rest[at...])
+        let afterScheme = text[schemeEnd.upperBound...]
+        guard let at = afterScheme.lastIndex(of: "@"), let colon = afterScheme[..<at].firstIndex(of: ":") else {
+            return text
+        }
+        return String(text[..<afterScheme.index(after: colon)] + "***" + afterScheme[at...])
     }
 }
 

@@ -2,17 +2,23 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
-/// Opens connections to a location's servers: each new connection tries them in the URL's
-/// order and settles on the first that answers within the connect timeout and, when the
-/// location asks for it, accepts writes (as libpq's `target_session_attrs=read-write` does, by
-/// `SHOW transaction_read_only`). So when the primary is lost and a standby is promoted, the
-/// connections that replace the lost ones reach the new primary, and a standby still in
-/// recovery is never written to.
-struct PostgresConnector: Sendable {
+/// Opens connections to a location's servers: each new connection settles on the first that
+/// answers within the connect timeout and, when the location asks for it, accepts writes (as
+/// libpq's `target_session_attrs=read-write` does, by `SHOW transaction_read_only`). It tries
+/// first the server the last connection settled on, then the others in the URL's order: so
+/// when the primary is lost and a standby is promoted, the connections that replace the lost
+/// ones reach the new primary, a standby still in recovery is never written to, and once one
+/// connection found the new primary the others do not wait on a vanished host first.
+final class PostgresConnector: Sendable {
     private let servers: [(host: PostgresLocation.Host, configuration: PostgresConnection.Configuration)]
     private let targetSessions: PostgresLocation.TargetSessions
     private let connectTimeout: TimeAmount
+    /// The server the last connection settled on.
+    private let preferred = Atomic(0)
+    /// When no server would do was last logged: once every 5 s at most.
+    private let lastWarned = Mutex<ContinuousClock.Instant?>(nil)
 
     /// `configure` makes the connection settings for one server.
     init(
@@ -25,23 +31,35 @@ struct PostgresConnector: Sendable {
     }
 
     /// The first server that will do; with one server, its own failure (explained as ever),
-    /// otherwise ``PostgresServersRefused`` with every server's.
+    /// otherwise ``PostgresServersRefused`` with every server's, which is also logged (they are
+    /// the operator's to read: a request hears only "unreachable").
     func connect(on eventLoop: any EventLoop, id: Int, logger: Logger) async throws -> PostgresConnection {
+        let first = min(preferred.load(ordering: .relaxed), servers.count - 1)
         var failures: [(PostgresLocation.Host, any Error)] = []
-        for server in servers {
+        for index in [first] + servers.indices.filter({ $0 != first }) {
             do {
-                return try await open(server, on: eventLoop, id: id, logger: logger).get()
+                let connection = try await open(servers[index], on: eventLoop, id: id, logger: logger).get()
+                preferred.store(index, ordering: .relaxed)
+                return connection
             } catch {
-                failures.append((server.host, error))
+                failures.append((servers[index].host, error))
             }
         }
         if failures.count == 1 { throw failures[0].1 }
-        throw PostgresServersRefused(failures: failures)
+        let refused = PostgresServersRefused(failures: failures)
+        let now = ContinuousClock.now
+        let warn = lastWarned.withLock { last in
+            guard last.map({ now - $0 >= .seconds(5) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        if warn { logger.warning("\(PostgresSession.describe(refused))") }
+        throw refused
     }
 
     /// ``connect(on:id:logger:)`` for a caller that waits on a future.
     func futureConnection(on eventLoop: any EventLoop, id: Int, logger: Logger) -> EventLoopFuture<PostgresConnection> {
-        eventLoop.makeFutureWithTask { try await connect(on: eventLoop, id: id, logger: logger) }
+        eventLoop.makeFutureWithTask { try await self.connect(on: eventLoop, id: id, logger: logger) }
     }
 
     /// One server, within the connect timeout: connected, started up, and (when asked) found

@@ -34,9 +34,10 @@ final class PostgresEngine: StorageEngine {
     static let heartbeatInterval: Duration = .milliseconds(250)
     /// Silence after which an instance stops trusting that it hears every announcement.
     static let silenceLimit: Duration = .seconds(1)
-    /// Silence on a listening connection at least this old after which it is given up and
-    /// another opened: a server that vanished (its host lost, a failover) never closes it, and
-    /// nothing is sent on it that would find out.
+    /// How long a heartbeat that committed may stay unheard before the listening connection is
+    /// given up and another opened: a server that vanished (its host lost, a failover) never
+    /// closes it, and nothing is sent on it that would find out. (A heartbeat that cannot even
+    /// commit, the pool being busy or the database down, says nothing about the listener.)
     static let listenerReplacedAfter: Duration = .seconds(3)
     /// How long after a change commits every instance has heard of it, or has stopped keeping
     /// what the announcement would have ended: the silence limit and one heartbeat to notice it.
@@ -58,7 +59,10 @@ final class PostgresEngine: StorageEngine {
     private let background = Mutex<[Task<Void, Never>]>([])
     /// When anything was last heard on the listening connection, and whether subscribers were
     /// told announcements may be missed.
-    private let liveness = Mutex((lastHeard: ContinuousClock.now, silent: false))
+    /// Also when the oldest heartbeat committed since the last one heard committed.
+    private let liveness = Mutex(
+        (lastHeard: ContinuousClock.now, silent: false, unheardSince: ContinuousClock.Instant?.none)
+    )
     /// The listening connection while it listens, and since when.
     private let listening = Mutex<(connection: PostgresConnection, since: ContinuousClock.Instant)?>(nil)
 
@@ -316,9 +320,9 @@ final class PostgresEngine: StorageEngine {
                 do {
                     let opened = try await connector.connect(on: eventLoops.next(), id: 0, logger: logger)
                     connection = opened
+                    self?.listening.withLock { $0 = (opened, .now) }
                     try await opened.listen(on: channel) { notifications in
                         listened = true
-                        self?.listening.withLock { $0 = (opened, .now) }
                         if !started { readiness.yield(.success(())) }
                         started = true
                         for try await notification in notifications { self?.heard(notification.payload) }
@@ -367,6 +371,7 @@ final class PostgresEngine: StorageEngine {
         guard lag < Self.silenceLimit else { return }
         liveness.withLock { state in
             state.lastHeard = .now
+            state.unheardSince = nil
             // Told in order, under the lock: an `interrupted` never overtakes this `resumed`.
             if state.silent {
                 state.silent = false
@@ -393,9 +398,17 @@ final class PostgresEngine: StorageEngine {
                 try? await Task.sleep(for: Self.heartbeatInterval)
                 guard let self else { return }
                 let payload = instanceID + " heartbeat \(DispatchTime.now().uptimeNanoseconds)"
-                _ = try? await self.onPool { connection, _ in
-                    let session = PostgresSession(connection, logger: self.logger, announcing: nil)
-                    try session.execute(sql: "SELECT pg_notify(?, ?)", arguments: [channel, payload])
+                let sent: Bool =
+                    (try? await self.onPool { connection, _ in
+                        let session = PostgresSession(connection, logger: self.logger, announcing: nil)
+                        try session.execute(sql: "SELECT pg_notify(?, ?)", arguments: [channel, payload])
+                        return true
+                    }) ?? false
+                if sent {
+                    let committed = ContinuousClock.now
+                    self.liveness.withLock { state in
+                        if state.unheardSince == nil { state.unheardSince = committed }
+                    }
                 }
             }
         }
@@ -404,20 +417,23 @@ final class PostgresEngine: StorageEngine {
                 try? await Task.sleep(for: Self.heartbeatInterval)
                 guard let self else { return }
                 let now = ContinuousClock.now
-                let silence = now - liveness.withLock({ $0.lastHeard })
-                guard silence > Self.silenceLimit else { continue }
+                let (lastHeard, unheardSince) = liveness.withLock { ($0.lastHeard, $0.unheardSince) }
+                guard now - lastHeard > Self.silenceLimit else { continue }
                 silenced()
-                // Long silent, and not just opened: closing it ends the listener's wait, which
-                // then opens another, on whichever server accepts writes now.
+                // A heartbeat committed long ago and never heard, on a connection not just
+                // opened: closing it ends the listener's wait, and it opens another, on
+                // whichever server accepts writes now.
+                guard let unheardSince, now - unheardSince > Self.listenerReplacedAfter else { continue }
                 let stale = listening.withLock { current -> PostgresConnection? in
-                    guard let opened = current, silence > Self.listenerReplacedAfter,
-                        now - opened.since > Self.listenerReplacedAfter
-                    else { return nil }
+                    guard let opened = current, now - opened.since > Self.listenerReplacedAfter else { return nil }
                     current = nil
                     return opened.connection
                 }
                 if let stale {
-                    logger.warning("Nothing heard on the announcements' connection for \(silence); opening another")
+                    liveness.withLock { $0.unheardSince = nil }
+                    logger.warning(
+                        "A heartbeat committed \(now - unheardSince) ago was never heard; opening another listening connection"
+                    )
                     stale.close().whenComplete { _ in _ = stale }
                 }
             }

@@ -33,6 +33,19 @@ extension PostgresSession {
         return connectionLostCodes.contains(error.code)
     }
 
+    /// A failure to connect that may pass by itself: nothing answered, the connection failed, or
+    /// the server is not (yet) the primary; not a refused password or an unknown database.
+    static func mayPass(_ error: any Error) -> Bool {
+        switch error {
+        case is ChannelError, is IOError, is NIOConnectionError, is PostgresServerReadOnly: true
+        case let error as PSQLError:
+            error.serverInfo == nil
+                ? connectionLostCodes.contains(error.code) || error.underlying.map(mayPass) == true
+                : isUnavailable(error)
+        default: false
+        }
+    }
+
     static func isSerializationFailure(_ error: any Error) -> Bool {
         guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
         return state == "40001" || state == "40P01"
@@ -54,10 +67,16 @@ extension PostgresSession {
             return StoreRefusal.busy("The server's database tables changed; try again.")
         }
         // The connection's channel failed underneath postgres-nio (reset, closed mid-write), or
-        // no server of the URL's would do (all down, or none accepting writes: a failover under way).
-        if error is ChannelError || error is IOError || error is PostgresServersRefused
-            || error is PostgresServerReadOnly
-        {
+        // no server of the URL's would do for a reason that passes (down, or none accepting
+        // writes: a failover under way). A refusal that stays (a wrong password on every server)
+        // is said as it is.
+        if error is ChannelError || error is IOError || error is PostgresServerReadOnly {
+            return StoreRefusal.busy("The server's database is unreachable; try again.")
+        }
+        if let refused = error as? PostgresServersRefused {
+            guard refused.failures.allSatisfy({ mayPass($0.error) }) else {
+                return PostgresSessionError(reason: reason(refused))
+            }
             return StoreRefusal.busy("The server's database is unreachable; try again.")
         }
         guard let error = error as? PSQLError else { return error }
