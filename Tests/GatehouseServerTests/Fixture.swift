@@ -61,6 +61,8 @@ final class RecordingTransport: TokenServerTransport {
     /// Requests for which the server acts but its answer never arrives, as when the connection
     /// drops (or the device dies) just after the server committed.
     let losesAnswer = Mutex<(@Sendable (WireRequest) -> Bool)?>(nil)
+    /// Requests a balancer in front answers 503 before any instance sees them.
+    let unavailable = Mutex<(@Sendable (WireRequest) -> Bool)?>(nil)
 
     init(_ inner: any TokenServerTransport) { self.inner = inner }
 
@@ -68,6 +70,13 @@ final class RecordingTransport: TokenServerTransport {
 
     func send(_ request: WireRequest) async throws -> WireResponse {
         if offline.withLock({ $0 }) { throw GenericError(.serverNotReachable) }
+        if unavailable.withLock({ $0?(request) }) == true {
+            return WireResponse(
+                status: 503,
+                headers: ["Content-Type": "application/json", "Retry-After": "1"],
+                body: Data(#"{"error":"temporarily_unavailable","error_description":"Try again."}"#.utf8)
+            )
+        }
         let response = try await inner.send(request)
         exchanges.withLock { $0.append((request, response)) }
         if losesAnswer.withLock({ $0?(request) }) == true { throw GenericError(.networkConnectivityFailure) }
