@@ -13,7 +13,6 @@ struct AppToWebSignOnTests {
     func webLoginSignsTheShopIn() async throws {
         let directory = try scratchDirectory("gatehouse-app-to-web")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try #require(LoopbackPort.free())
         let shopPort = try #require(LoopbackPort.free())
         let shop = "http://127.0.0.1:\(shopPort)"
         let manifest = directory.appendingPathComponent("server.yaml")
@@ -41,16 +40,9 @@ struct AppToWebSignOnTests {
               redirectURIs: [\(shop)/callback]
               postLogoutRedirectURIs: [\(shop)/]
         """.write(to: manifest, atomically: true, encoding: .utf8)
-        let server = try Session(
-            [
-                "serve", "--manifest", manifest.path, "--database",
-                directory.appendingPathComponent("server.sqlite").path,
-                "--port", "\(port)",
-            ]
-        )
+        // The server on a port the system picks: nothing else can take it in between.
+        let (server, url) = try await startServer(in: directory, manifest: ["--manifest", manifest.path])
         defer { server.process.terminate() }
-        _ = try await server.waitFor("listening on http://")
-        let url = "http://127.0.0.1:\(port)"
         let shopProcess = try Session(
             ["--port", "\(shopPort)", "--issuer", url + "/login", "--client-id", "web-shop"],
             binary: "web-shop",
